@@ -1,0 +1,38 @@
+import Koa from 'koa';
+import type { Tokens } from './auth/tokens';
+import type { BikeRepository } from './bikes/repository';
+import { bikesRouter } from './http/bikes-router';
+import { errorHandler, HttpError } from './http/errors';
+import { methodNotAllowed } from './http/method-not-allowed';
+import { requestLog } from './http/request-log';
+import { tokenRouter } from './http/token-router';
+import type { Logger } from './logger';
+
+export interface AppDeps {
+  bikes: BikeRepository;
+  tokens: Tokens;
+  logger: Logger;
+}
+
+/** The Koa application, without listening: the server entry and the tests both build it here. */
+export function createApp({ bikes, tokens, logger }: AppDeps): Koa {
+  const app = new Koa();
+  // Errors are answered and logged by errorHandler; what reaches here is a failure while
+  // streaming a body, after the status was sent.
+  app.on('error', (err: Error) => logger.error({ err }, 'response failed after headers were sent'));
+
+  app.use(requestLog(logger));
+  app.use(errorHandler(logger));
+  app.use(async (ctx, next) => {
+    // A path that is not valid percent-encoding (/bikes/by-handle/%ZZ) names nothing.
+    try {
+      decodeURIComponent(ctx.path);
+    } catch {
+      throw new HttpError(404);
+    }
+    await next();
+  });
+  app.use(methodNotAllowed());
+  for (const router of [bikesRouter(bikes, tokens), tokenRouter(tokens)]) app.use(router.routes());
+  return app;
+}

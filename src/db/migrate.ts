@@ -1,0 +1,125 @@
+import { createHash, randomUUID } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { Client } from 'pg';
+
+/**
+ * Applies the committed Prisma migrations (prisma/migrations/<name>/migration.sql) the way
+ * `prisma migrate deploy` does, recording them in Prisma's own `_prisma_migrations` table, so
+ * that the Prisma CLI agrees with this runner wherever its schema engine is installed. (The CLI's
+ * migrate commands need a binary that cannot be downloaded on every machine this runs on.)
+ */
+
+export const MIGRATIONS_DIR = path.join(__dirname, '..', '..', 'prisma', 'migrations');
+
+/** The advisory lock key `prisma migrate` itself takes, so the CLI and this runner exclude each other. */
+const PRISMA_MIGRATE_LOCK_KEY = 72707369;
+
+// Prisma's own definition of its bookkeeping table.
+const CREATE_MIGRATIONS_TABLE = `
+CREATE TABLE IF NOT EXISTS "_prisma_migrations" (
+    "id"                    VARCHAR(36) PRIMARY KEY NOT NULL,
+    "checksum"              VARCHAR(64) NOT NULL,
+    "finished_at"           TIMESTAMPTZ,
+    "migration_name"        VARCHAR(255) NOT NULL,
+    "logs"                  TEXT,
+    "rolled_back_at"        TIMESTAMPTZ,
+    "started_at"            TIMESTAMPTZ NOT NULL DEFAULT now(),
+    "applied_steps_count"   INTEGER NOT NULL DEFAULT 0
+)`;
+
+export interface Migration {
+  name: string;
+  sql: string;
+  checksum: string;
+}
+
+export function readMigrations(dir = MIGRATIONS_DIR): Migration[] {
+  return fs
+    .readdirSync(dir, { withFileTypes: true })
+    .filter((entry) => entry.isDirectory())
+    .map((entry) => entry.name)
+    .sort()
+    .map((name) => {
+      const sql = fs.readFileSync(path.join(dir, name, 'migration.sql'), 'utf8');
+      return { name, sql, checksum: createHash('sha256').update(sql).digest('hex') };
+    });
+}
+
+interface AppliedRow {
+  migration_name: string;
+  checksum: string;
+  finished_at: Date | null;
+  rolled_back_at: Date | null;
+}
+
+/** Applies the migrations not yet applied; returns their names. Safe to run from many processes at once. */
+export async function migrate(
+  databaseUrl: string,
+  log: (message: string) => void = () => undefined,
+  migrations: Migration[] = readMigrations(),
+): Promise<string[]> {
+  const client = new Client({ connectionString: databaseUrl });
+  await client.connect();
+  try {
+    // Session-level lock: held across the per-migration transactions below, released on disconnect.
+    await client.query('SELECT pg_advisory_lock($1)', [PRISMA_MIGRATE_LOCK_KEY]);
+    await client.query(CREATE_MIGRATIONS_TABLE);
+    const { rows } = await client.query<AppliedRow>(
+      'SELECT migration_name, checksum, finished_at, rolled_back_at FROM "_prisma_migrations"',
+    );
+    const failed = rows.find((row) => row.finished_at === null && row.rolled_back_at === null);
+    if (failed) {
+      throw new Error(
+        `migration ${failed.migration_name} failed earlier and was not rolled back; ` +
+          'fix the database by hand, then mark it with `prisma migrate resolve`',
+      );
+    }
+    const applied = new Map(
+      rows.filter((row) => row.finished_at !== null && row.rolled_back_at === null).map((row) => [row.migration_name, row]),
+    );
+
+    const newlyApplied: string[] = [];
+    for (const migration of migrations) {
+      const done = applied.get(migration.name);
+      if (done) {
+        if (done.checksum !== migration.checksum) {
+          log(`warning: migration ${migration.name} was edited after it was applied`);
+        }
+        continue;
+      }
+      const id = randomUUID();
+      // The whole migration and its record commit together, or not at all.
+      await client.query('BEGIN');
+      try {
+        await client.query(
+          'INSERT INTO "_prisma_migrations" (id, checksum, migration_name, started_at) VALUES ($1, $2, $3, now())',
+          [id, migration.checksum, migration.name],
+        );
+        await client.query(migration.sql);
+        await client.query(
+          'UPDATE "_prisma_migrations" SET finished_at = now(), applied_steps_count = 1 WHERE id = $1',
+          [id],
+        );
+        await client.query('COMMIT');
+      } catch (err) {
+        await client.query('ROLLBACK');
+        throw new Error(`migration ${migration.name} failed: ${(err as Error).message}`);
+      }
+      log(`applied migration ${migration.name}`);
+      newlyApplied.push(migration.name);
+    }
+    return newlyApplied;
+  } finally {
+    await client.end();
+  }
+}
+
+/** True when every committed migration is recorded as applied (used by the readiness check). */
+export async function pendingMigrations(client: Pick<Client, 'query'>, migrations = readMigrations()): Promise<string[]> {
+  const { rows } = await client.query<{ migration_name: string }>(
+    `SELECT migration_name FROM "_prisma_migrations" WHERE finished_at IS NOT NULL AND rolled_back_at IS NULL`,
+  );
+  const applied = new Set(rows.map((row) => row.migration_name));
+  return migrations.map((m) => m.name).filter((name) => !applied.has(name));
+}

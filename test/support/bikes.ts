@@ -1,0 +1,49 @@
+import { randomUUID } from 'node:crypto';
+import type { Bike, BikeFields } from '../../src/bikes/bike';
+
+/** A valid bike body whose title is unique to this call. */
+export function newBike(overrides: Partial<BikeFields> = {}): BikeFields {
+  const tag = randomUUID().slice(0, 8);
+  return {
+    title: `Hybrid Bicycle ${tag}`,
+    productType: 'Hybrid',
+    createdAt: '2024-03-01T10:00:00Z',
+    description: 'A comfortable hybrid for the city',
+    vendor: 'Sentra',
+    availableForSale: true,
+    totalInventory: 12,
+    priceRange: {
+      minPrice: { amount: 499.99, currencyCode: 'USD' },
+      maxPrice: { amount: 649.5, currencyCode: 'USD' },
+    },
+    ...overrides,
+  };
+}
+
+export interface Client {
+  request(method: string, path: string, options?: { body?: unknown; token?: string; headers?: Record<string, string> }): Promise<Response>;
+  create(fields?: BikeFields): Promise<Bike>;
+}
+
+/** A small HTTP client for the tests: JSON bodies, optional bearer token. */
+export function client(baseUrl: string, defaultToken?: string): Client {
+  const request: Client['request'] = (method, path, options = {}) => {
+    const headers: Record<string, string> = { ...options.headers };
+    const token = options.token ?? defaultToken;
+    if (token) headers.authorization = `Bearer ${token}`;
+    let body: string | undefined;
+    if (options.body !== undefined) {
+      body = typeof options.body === 'string' ? options.body : JSON.stringify(options.body);
+      headers['content-type'] ??= 'application/json';
+    }
+    return fetch(`${baseUrl}${path}`, { method, headers, body });
+  };
+  return {
+    request,
+    async create(fields = newBike()) {
+      const res = await request('POST', '/bikes/', { body: fields });
+      if (res.status !== 200) throw new Error(`create answered ${res.status}`);
+      return (await res.json()) as Bike;
+    },
+  };
+}

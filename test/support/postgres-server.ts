@@ -1,0 +1,57 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { startEmbeddedPostgres } from '../../src/db/embedded-postgres';
+
+/**
+ * The PostgreSQL server for a test run: TEST_DATABASE_URL when set, otherwise a container when
+ * a container runtime answers, otherwise an embedded PostgreSQL in a temporary directory.
+ */
+export interface TestPostgresServer {
+  /** A connection string with the right to create databases. */
+  adminUrl: string;
+  description: string;
+  stop(): Promise<void>;
+}
+
+async function containerRuntimeAvailable(): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    const { getContainerRuntimeClient } = await import('testcontainers');
+    await Promise.race([
+      getContainerRuntimeClient(),
+      new Promise((_, reject) => (timer = setTimeout(() => reject(new Error('timeout')), 5_000))),
+    ]);
+    return true;
+  } catch {
+    return false;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+export async function startTestPostgresServer(): Promise<TestPostgresServer> {
+  const given = process.env.TEST_DATABASE_URL;
+  if (given) return { adminUrl: given, description: 'TEST_DATABASE_URL', stop: async () => undefined };
+
+  if (await containerRuntimeAvailable()) {
+    const { PostgreSqlContainer } = await import('@testcontainers/postgresql');
+    const container = await new PostgreSqlContainer('postgres:18-alpine').start();
+    return {
+      adminUrl: container.getConnectionUri(),
+      description: 'testcontainers postgres:18-alpine',
+      stop: async () => void (await container.stop()),
+    };
+  }
+
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bike-catalog-test-'));
+  const embedded = await startEmbeddedPostgres({ dataDir, database: 'postgres', ephemeral: true });
+  return {
+    adminUrl: embedded.url,
+    description: 'embedded PostgreSQL',
+    async stop() {
+      await embedded.stop();
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}

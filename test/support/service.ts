@@ -1,0 +1,43 @@
+import { randomBytes } from 'node:crypto';
+import pino from 'pino';
+import { readConfig } from '../../src/config';
+import { startService, type Service } from '../../src/server';
+import { createTestDatabase } from './databases';
+
+export interface TestService {
+  baseUrl: string;
+  databaseUrl: string;
+  jwtSecret: string;
+  service: Service;
+  /** A fresh token from POST /api/user. */
+  token(username?: string): Promise<string>;
+  stop(): Promise<void>;
+}
+
+/**
+ * The real service, listening on a free port, over its own fresh database. It runs in the
+ * test process, so it is the same code `npm start` runs, minus the process wrapper.
+ */
+export async function startTestService(options: { databaseUrl?: string } = {}): Promise<TestService> {
+  const databaseUrl = options.databaseUrl ?? (await createTestDatabase());
+  const jwtSecret = randomBytes(32).toString('base64url');
+  const config = readConfig({ PORT: '0', DATABASE_URL: databaseUrl, JWT_SECRET: jwtSecret });
+  const service = await startService(config, pino({ level: 'silent' }));
+  const baseUrl = `http://127.0.0.1:${service.port}`;
+  return {
+    baseUrl,
+    databaseUrl,
+    jwtSecret,
+    service,
+    async token(username = 'tester') {
+      const res = await fetch(`${baseUrl}/api/user`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ username }),
+      });
+      if (res.status !== 200) throw new Error(`token endpoint answered ${res.status}`);
+      return ((await res.json()) as { token: string }).token;
+    },
+    stop: () => service.stop(),
+  };
+}
