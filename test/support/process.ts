@@ -1,0 +1,64 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import net from 'node:net';
+import path from 'node:path';
+
+const ROOT = path.join(__dirname, '..', '..');
+
+export interface ServiceProcess {
+  child: ChildProcess;
+  baseUrl: string;
+  /** Everything the process has written to stdout and stderr so far. */
+  output(): string;
+  /** Resolves with the exit code (or signal) once the process has exited. */
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/**
+ * Runs the built service (`node dist/server.js`, what `npm start` runs after building) as a
+ * separate process, and waits until it answers HTTP. `npm test` builds dist/ first.
+ */
+export async function spawnService(env: Record<string, string>, timeoutMs = 20_000): Promise<ServiceProcess> {
+  const port = env.PORT ? Number(env.PORT) : await freePort();
+  const { DATABASE_URL: _url, JWT_SECRET: _secret, DATA_DIR: _dir, PORT: _port, ...inherited } = process.env;
+  const child = spawn(process.execPath, [path.join(ROOT, 'dist', 'server.js')], {
+    cwd: ROOT,
+    env: { ...inherited, LOG_LEVEL: 'info', ...env, PORT: String(port) },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout?.on('data', (chunk) => (output += chunk));
+  child.stderr?.on('data', (chunk) => (output += chunk));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once('exit', (code, signal) => resolve({ code, signal })),
+  );
+  const baseUrl = `http://127.0.0.1:${port}`;
+
+  const deadline = Date.now() + timeoutMs;
+  let exitedEarly = false;
+  void exited.then(() => (exitedEarly = true));
+  for (;;) {
+    if (exitedEarly) throw new Error(`service exited during start-up:\n${output}`);
+    try {
+      await fetch(`${baseUrl}/bikes/by-handle/-`);
+      break;
+    } catch {
+      if (Date.now() > deadline) {
+        child.kill('SIGKILL');
+        throw new Error(`service did not answer within ${timeoutMs} ms:\n${output}`);
+      }
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  }
+  return { child, baseUrl, output: () => output, exited };
+}
