@@ -15,15 +15,20 @@ function adminUrl(): string {
   return url;
 }
 
-/** A fresh, migrated database of its own, so a test file can count on exactly the rows it made. */
-export async function createTestDatabase(): Promise<string> {
+async function createDatabase(template?: string): Promise<string> {
   const name = `bike_catalog_test_${randomBytes(6).toString('hex')}`;
   const admin = new Client({ connectionString: adminUrl() });
   await admin.connect();
   try {
-    await admin.query(`CREATE DATABASE ${name} TEMPLATE ${TEMPLATE_DATABASE}`);
+    await admin.query(`CREATE DATABASE ${name}${template ? ` TEMPLATE ${template}` : ''}`);
   } finally {
     await admin.end();
   }
   return withDatabase(adminUrl(), name);
 }
+
+/** A fresh, migrated database of its own, so a test file can count on exactly the rows it made. */
+export const createTestDatabase = () => createDatabase(TEMPLATE_DATABASE);
+
+/** A fresh database with nothing in it, not even the migrations. */
+export const createEmptyTestDatabase = () => createDatabase();

@@ -1,0 +1,111 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { get_dmmf } from '@prisma/prisma-schema-wasm';
+import { Client } from 'pg';
+import { createTestDatabase } from './support/databases';
+
+/**
+ * schema.prisma and the committed migration SQL must describe the same table. Prisma's own
+ * schema parser reads schema.prisma; the migrated test database says what the SQL built.
+ */
+
+interface DmmfField {
+  name: string;
+  dbName?: string | null;
+  kind: string;
+  type: string;
+  isRequired: boolean;
+  nativeType: [string, string[]] | null;
+  default?: { name: string } | unknown;
+}
+interface DmmfIndex {
+  model: string;
+  type: 'id' | 'unique' | 'normal' | 'fulltext';
+  algorithm?: string;
+  dbName?: string | null;
+  fields: { name: string; operatorClass?: string }[];
+}
+interface Dmmf {
+  datamodel: {
+    models: { name: string; dbName: string | null; fields: DmmfField[] }[];
+    indexes: DmmfIndex[];
+  };
+}
+
+const schemaText = fs.readFileSync(path.join(__dirname, '..', 'prisma', 'schema.prisma'), 'utf8');
+const dmmf = JSON.parse(get_dmmf(JSON.stringify({ prismaSchema: schemaText }))) as Dmmf;
+
+function postgresType(field: DmmfField): string {
+  const native = field.nativeType?.[0];
+  if (native === 'Uuid') return 'uuid';
+  if (native === 'Timestamptz') return 'timestamp with time zone';
+  const byPrismaType: Record<string, string> = {
+    String: 'text',
+    BigInt: 'bigint',
+    Int: 'integer',
+    Float: 'double precision',
+    Boolean: 'boolean',
+    DateTime: 'timestamp without time zone',
+  };
+  return byPrismaType[field.type];
+}
+
+describe('the database schema', () => {
+  let db: Client;
+  beforeAll(async () => {
+    db = new Client({ connectionString: await createTestDatabase() });
+    await db.connect();
+  });
+  afterAll(() => db.end());
+
+  for (const model of dmmf.datamodel.models) {
+    const table = model.dbName ?? model.name;
+    const columnOf = (fieldName: string) => {
+      const field = model.fields.find((f) => f.name === fieldName);
+      return field?.dbName ?? fieldName;
+    };
+
+    it(`has exactly the columns of model ${model.name} in table ${table}, with their types and nullability`, async () => {
+      const { rows } = await db.query<{ column_name: string; data_type: string; is_nullable: string }>(
+        `SELECT column_name, data_type, is_nullable FROM information_schema.columns
+          WHERE table_schema = 'public' AND table_name = $1 ORDER BY ordinal_position`,
+        [table],
+      );
+      const expected = model.fields
+        .filter((field) => field.kind === 'scalar')
+        .map((field) => ({
+          column_name: field.dbName ?? field.name,
+          data_type: postgresType(field),
+          is_nullable: field.isRequired ? 'NO' : 'YES',
+        }));
+      expect(rows).toEqual(expected);
+    });
+
+    it(`has exactly the indexes schema.prisma declares for ${model.name}`, async () => {
+      const { rows } = await db.query<{ indexname: string; indexdef: string }>(
+        `SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = 'public' AND tablename = $1`,
+        [table],
+      );
+      const expected = dmmf.datamodel.indexes
+        .filter((index) => index.model === model.name)
+        .map((index) => {
+          const columns = index.fields.map((f) => columnOf(f.name));
+          // Prisma's default constraint and index names.
+          const suffix = { id: 'pkey', unique: 'key', normal: 'idx', fulltext: 'idx' }[index.type];
+          const name = index.dbName ?? (index.type === 'id' ? `${table}_pkey` : `${table}_${columns.join('_')}_${suffix}`);
+          const unique = index.type === 'id' || index.type === 'unique' ? 'UNIQUE ' : '';
+          const method = (index.algorithm ?? 'BTree').toLowerCase();
+          const parts = index.fields.map((f) => [columnOf(f.name), f.operatorClass].filter(Boolean).join(' '));
+          return { indexname: name, indexdef: `CREATE ${unique}INDEX ${name} ON public.${table} USING ${method} (${parts.join(', ')})` };
+        });
+      const byName = (a: { indexname: string }, b: { indexname: string }) => a.indexname.localeCompare(b.indexname);
+      expect([...rows].sort(byName)).toEqual(expected.sort(byName));
+    });
+  }
+
+  it('has the pg_trgm extension that schema.prisma declares', async () => {
+    expect(schemaText).toMatch(/extensions\s*=\s*\[pg_trgm\]/);
+    const { rowCount } = await db.query(`SELECT 1 FROM pg_extension WHERE extname = 'pg_trgm'`);
+    expect(rowCount).toBe(1);
+  });
+});
