@@ -1,0 +1,87 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import jwt from 'jsonwebtoken';
+import { client, newBike } from './support/bikes';
+import { createTestDatabase } from './support/databases';
+import { spawnService } from './support/process';
+
+/** The service as `npm start` runs it, with no DATABASE_URL: its own PostgreSQL in DATA_DIR. */
+describe('the service on its embedded database', () => {
+  let dataDir: string;
+  beforeAll(() => {
+    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bike-catalog-data-'));
+  });
+  afterAll(() => fs.rmSync(dataDir, { recursive: true, force: true }));
+
+  it('keeps bikes and its signing secret across a restart, and stops PostgreSQL on SIGTERM', async () => {
+    const first = await spawnService({ DATA_DIR: dataDir });
+    const tokenRes = await fetch(`${first.baseUrl}/api/user`, { method: 'POST' });
+    const { token } = (await tokenRes.json()) as { token: string };
+    const created = await client(first.baseUrl, token).create(newBike());
+
+    const secretFile = path.join(dataDir, 'jwt-secret');
+    expect(fs.statSync(secretFile).mode & 0o777).toBe(0o600);
+    const secret = fs.readFileSync(secretFile, 'utf8');
+    expect(Buffer.from(secret, 'base64url')).toHaveLength(32);
+    expect(jwt.verify(token, secret, { algorithms: ['HS256'] })).toMatchObject({ exp: expect.any(Number) });
+
+    first.child.kill('SIGTERM');
+    expect(await first.exited).toEqual({ code: 0, signal: null });
+    expect(fs.existsSync(path.join(dataDir, 'postgres', 'postmaster.pid'))).toBe(false);
+    expect(fs.readFileSync(path.join(dataDir, 'postgres.log'), 'utf8')).toMatch(/database system is shut down/);
+
+    const second = await spawnService({ DATA_DIR: dataDir });
+    try {
+      const api = client(second.baseUrl, token);
+      const read = await api.request('GET', `/bikes/${created.id}`);
+      expect(read.status).toBe(200);
+      expect(await read.json()).toEqual(created);
+      // The token issued before the restart still verifies: the secret was reused.
+      const del = await api.request('DELETE', `/bikes/${created.id}`);
+      expect(del.status).toBe(200);
+    } finally {
+      second.child.kill('SIGTERM');
+      expect((await second.exited).code).toBe(0);
+    }
+    const output = first.output() + second.output();
+    expect(output).not.toContain(secret);
+    expect(output).not.toContain(fs.readFileSync(path.join(dataDir, 'postgres-password'), 'utf8'));
+    expect(output).not.toContain(token);
+  });
+
+  it('signs with JWT_SECRET when one is given', async () => {
+    const secret = 'a-secret-given-by-the-operator-0123456789';
+    const svc = await spawnService({ DATA_DIR: dataDir, JWT_SECRET: secret });
+    try {
+      const res = await fetch(`${svc.baseUrl}/api/user`, { method: 'POST' });
+      const { token } = (await res.json()) as { token: string };
+      expect(jwt.verify(token, secret, { algorithms: ['HS256'] })).toBeTruthy();
+      expect(svc.output()).not.toContain(secret);
+    } finally {
+      svc.child.kill('SIGTERM');
+      await svc.exited;
+    }
+  });
+});
+
+describe('the service on an external database (DATABASE_URL)', () => {
+  it('refuses to start without JWT_SECRET, and says why', async () => {
+    const databaseUrl = await createTestDatabase();
+    await expect(spawnService({ DATABASE_URL: databaseUrl })).rejects.toThrow(/JWT_SECRET is not set/);
+  });
+
+  it('applies the migrations and serves with the JWT_SECRET given', async () => {
+    const databaseUrl = await createTestDatabase();
+    const svc = await spawnService({ DATABASE_URL: databaseUrl, JWT_SECRET: 'operator-secret-for-the-external-db-0123' });
+    try {
+      const res = await fetch(`${svc.baseUrl}/bikes/all`);
+      expect(res.status).toBe(200);
+      expect(await res.json()).toEqual([]);
+      expect(svc.output()).not.toContain(new URL(databaseUrl).password);
+    } finally {
+      svc.child.kill('SIGTERM');
+      expect((await svc.exited).code).toBe(0);
+    }
+  });
+});
