@@ -1,0 +1,38 @@
+import { spawn } from 'node:child_process';
+import { readConfig } from '../config';
+import { openDatabaseServer } from '../db/database';
+import { createLogger } from '../logger';
+
+/**
+ * npm run db:psql [-- psql arguments]: psql on the catalog database, for reporting queries.
+ * With the embedded database it finds the running server (or starts one for the session);
+ * the password goes to psql through the environment, never onto the command line.
+ */
+async function main(): Promise<number> {
+  const config = readConfig({ ...process.env, JWT_SECRET: process.env.JWT_SECRET || 'not-needed-for-psql' });
+  const server = await openDatabaseServer(config, createLogger('warn'));
+  try {
+    const url = new URL(server.url);
+    const password = decodeURIComponent(url.password);
+    url.password = '';
+    const child = spawn('psql', [url.toString(), ...process.argv.slice(2)], {
+      stdio: 'inherit',
+      env: { ...process.env, PGPASSWORD: password },
+    });
+    return await new Promise<number>((resolve, reject) => {
+      child.once('error', reject);
+      child.once('exit', (code) => resolve(code ?? 1));
+    });
+  } finally {
+    await server.release();
+  }
+}
+
+main().then(
+  (code) => process.exit(code),
+  (err) => {
+    const missing = (err as NodeJS.ErrnoException).code === 'ENOENT';
+    console.error(missing ? 'psql is not installed (Debian/Ubuntu: apt-get install postgresql-client)' : `db:psql failed: ${(err as Error).message}`);
+    process.exit(1);
+  },
+);
