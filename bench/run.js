@@ -1,0 +1,317 @@
+'use strict';
+
+/**
+ * npm run bench [-- --count 100000 --duration 10 --connections 10 --fetches 5 --cpu-prof]
+ *
+ * Starts an embedded PostgreSQL in a temporary directory, migrates and seeds it with N bikes,
+ * then drives the built service (node dist/server.js) and the plain baseline (bench/baseline.js)
+ * with the same load, one after the other, over the same database, and prints throughput,
+ * latency, peak RSS and the ratios between the two. Needs a current dist/ (npm run build).
+ */
+const { spawn } = require('node:child_process');
+const { createHash, randomBytes } = require('node:crypto');
+const fs = require('node:fs');
+const http = require('node:http');
+const net = require('node:net');
+const os = require('node:os');
+const path = require('node:path');
+const { parseArgs } = require('node:util');
+const autocannon = require('autocannon');
+const { Client } = require('pg');
+const { seedBikes } = require('./seed');
+
+const ROOT = path.join(__dirname, '..');
+const { startEmbeddedPostgres } = require(path.join(ROOT, 'dist', 'db', 'embedded-postgres.js'));
+const { migrate } = require(path.join(ROOT, 'dist', 'db', 'migrate.js'));
+
+const TARGETS = { throughput: 0.7, allTime: 1.5, allRssGrowthMb: 60 };
+
+const { values: args } = parseArgs({
+  options: {
+    count: { type: 'string', default: '100000' },
+    duration: { type: 'string', default: '10' },
+    connections: { type: 'string', default: '10' },
+    fetches: { type: 'string', default: '5' },
+    'cpu-prof': { type: 'boolean', default: false },
+  },
+});
+const COUNT = Number(args.count);
+const DURATION = Number(args.duration);
+const CONNECTIONS = Number(args.connections);
+const FETCHES = Number(args.fetches);
+
+const log = (message) => process.stderr.write(`[bench] ${message}\n`);
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+const mb = (kb) => kb / 1024;
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** VmRSS and VmHWM (peak) of a process, in kB. */
+function memoryOf(pid) {
+  const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+  const field = (name) => Number(new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN);
+  return { rss: field('VmRSS'), hwm: field('VmHWM') };
+}
+
+/** Samples a process's RSS every 20 ms while `work` runs; returns its result and the peak seen. */
+async function withRssSampling(pid, work) {
+  let peak = memoryOf(pid).rss;
+  const timer = setInterval(() => {
+    try {
+      peak = Math.max(peak, memoryOf(pid).rss);
+    } catch {
+      // the process is gone; the caller will notice
+    }
+  }, 20);
+  try {
+    const result = await work();
+    peak = Math.max(peak, memoryOf(pid).rss);
+    return { result, peakRss: peak };
+  } finally {
+    clearInterval(timer);
+  }
+}
+
+function get(url) {
+  return new Promise((resolve, reject) => {
+    const started = process.hrtime.bigint();
+    http
+      .get(url, (res) => {
+        const hash = createHash('sha256');
+        let bytes = 0;
+        res.on('data', (chunk) => {
+          hash.update(chunk);
+          bytes += chunk.length;
+        });
+        res.on('end', () =>
+          resolve({
+            status: res.statusCode,
+            bytes,
+            sha256: hash.digest('hex'),
+            ms: Number(process.hrtime.bigint() - started) / 1e6,
+          }),
+        );
+        res.on('error', reject);
+      })
+      .on('error', reject);
+  });
+}
+
+async function waitUntilAnswering(baseUrl, child) {
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`process exited with ${child.exitCode} during start-up`);
+    try {
+      await get(`${baseUrl}/bikes/by-handle/-`);
+      return;
+    } catch {
+      if (Date.now() > deadline) throw new Error('process did not answer within 60 s');
+      await sleep(100);
+    }
+  }
+}
+
+function cannon(baseUrl, paths, duration) {
+  return autocannon({
+    url: baseUrl,
+    connections: CONNECTIONS,
+    duration,
+    requests: paths.map((p) => ({ method: 'GET', path: p })),
+  });
+}
+
+/** Sample requests: the same ids, handles and search terms for both processes. */
+async function pickSamples(url) {
+  const client = new Client({ connectionString: url });
+  await client.connect();
+  try {
+    const { rows } = await client.query(
+      `SELECT id, handle, right(title, 10) AS tag FROM bikes ORDER BY md5(id::text) LIMIT 200`,
+    );
+    const { rows: counts } = await client.query(
+      `SELECT avg((SELECT count(*) FROM bikes b WHERE b.title LIKE '%' || s.tag || '%'))::float AS matches
+         FROM (SELECT right(title, 10) AS tag FROM bikes ORDER BY md5(id::text) LIMIT 20) s`,
+    );
+    return {
+      byId: rows.map((r) => `/bikes/${r.id}`),
+      byHandle: rows.map((r) => `/bikes/by-handle/${encodeURIComponent(r.handle)}`),
+      search: rows.map((r) => `/bikes/search/by-title?query=${encodeURIComponent(r.tag)}`),
+      matchesPerSearch: counts[0].matches,
+    };
+  } finally {
+    await client.end();
+  }
+}
+
+const SCENARIOS = [
+  ['byId', 'GET /bikes/:id'],
+  ['byHandle', 'GET /bikes/by-handle/:handle'],
+  ['search', 'GET /bikes/search/by-title (selective)'],
+];
+
+async function measure(name, command, env, samples, workDir) {
+  const port = await freePort();
+  const baseUrl = `http://127.0.0.1:${port}`;
+  const logFd = fs.openSync(path.join(workDir, `${name}.log`), 'a');
+  const child = spawn(process.execPath, command, {
+    cwd: ROOT,
+    env: { ...process.env, ...env, PORT: String(port) },
+    stdio: ['ignore', logFd, logFd],
+  });
+  fs.closeSync(logFd);
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  try {
+    await waitUntilAnswering(baseUrl, child);
+    const pid = child.pid;
+    const startRss = memoryOf(pid).rss;
+
+    log(`${name}: warming up`);
+    for (const [key] of SCENARIOS) await cannon(baseUrl, samples[key], 1);
+    const check = {};
+    for (const [key] of SCENARIOS) check[key] = (await get(`${baseUrl}${samples[key][0]}`)).sha256;
+    await sleep(1000);
+    const idle = memoryOf(pid);
+
+    log(`${name}: fetching /bikes/all ${FETCHES} times`);
+    const all = await withRssSampling(pid, async () => {
+      const runs = [];
+      for (let i = 0; i < FETCHES; i++) runs.push(await get(`${baseUrl}/bikes/all`));
+      return runs;
+    });
+    const afterAll = memoryOf(pid);
+    for (const run of all.result) {
+      if (run.status !== 200) throw new Error(`${name}: /bikes/all answered ${run.status}`);
+    }
+
+    const results = {};
+    for (const [key, label] of SCENARIOS) {
+      log(`${name}: ${label} for ${DURATION} s`);
+      const { result, peakRss } = await withRssSampling(pid, () => cannon(baseUrl, samples[key], DURATION));
+      if (result.non2xx > 0 || result.errors > 0) {
+        throw new Error(`${name}: ${label}: ${result.non2xx} non-2xx answers, ${result.errors} errors`);
+      }
+      results[key] = {
+        rps: result.requests.total / result.duration,
+        p50: result.latency.p50,
+        p99: result.latency.p99,
+        peakRss,
+      };
+    }
+    const times = all.result.map((r) => r.ms).sort((a, b) => a - b);
+    return {
+      results,
+      all: {
+        medianMs: times[Math.floor(times.length / 2)],
+        bestMs: times[0],
+        bytes: all.result[0].bytes,
+        sha256: all.result[0].sha256,
+        idleRss: idle.rss,
+        peakRss: Math.max(all.peakRss, afterAll.hwm),
+        growth: Math.max(all.peakRss, afterAll.hwm) - idle.rss,
+      },
+      startRss,
+      finalHwm: memoryOf(pid).hwm,
+      check,
+    };
+  } finally {
+    child.kill('SIGTERM');
+    await exited;
+  }
+}
+
+function table(rows) {
+  const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => String(r[i]).length)));
+  return rows.map((r) => '| ' + r.map((c, i) => String(c).padEnd(widths[i])).join(' | ') + ' |').join('\n');
+}
+
+function report(service, baseline, samples) {
+  const f0 = (n) => n.toFixed(0);
+  const f1 = (n) => n.toFixed(1);
+  const f2 = (n) => n.toFixed(2);
+  const verdict = (ok) => (ok ? 'met' : 'MISSED');
+  const rows = [
+    ['scenario', 'service req/s', 'baseline req/s', 'ratio', 'service p50/p99 ms', 'baseline p50/p99 ms', 'service peak RSS MB', 'baseline peak RSS MB', 'target'],
+  ];
+  for (const [key, label] of SCENARIOS) {
+    const s = service.results[key];
+    const b = baseline.results[key];
+    const ratio = s.rps / b.rps;
+    const target = key === 'byHandle' ? 'none' : `>= ${TARGETS.throughput}: ${verdict(ratio >= TARGETS.throughput)}`;
+    rows.push([label, f0(s.rps), f0(b.rps), f2(ratio), `${s.p50} / ${s.p99}`, `${b.p50} / ${b.p99}`, f1(mb(s.peakRss)), f1(mb(b.peakRss)), target]);
+  }
+  const sa = service.all;
+  const ba = baseline.all;
+  const timeRatio = sa.medianMs / ba.medianMs;
+  const allRows = [
+    ['GET /bikes/all', 'service', 'baseline', 'ratio', 'target'],
+    ['time to last byte, median ms', f0(sa.medianMs), f0(ba.medianMs), f2(timeRatio), `<= ${TARGETS.allTime}: ${verdict(timeRatio <= TARGETS.allTime)}`],
+    ['time to last byte, best ms', f0(sa.bestMs), f0(ba.bestMs), f2(sa.bestMs / ba.bestMs), ''],
+    ['idle RSS MB (after warm-up)', f1(mb(sa.idleRss)), f1(mb(ba.idleRss)), '', ''],
+    ['peak RSS MB during the fetches', f1(mb(sa.peakRss)), f1(mb(ba.peakRss)), '', ''],
+    ['RSS growth MB', f1(mb(sa.growth)), f1(mb(ba.growth)), '', `< ${TARGETS.allRssGrowthMb} (service): ${verdict(mb(sa.growth) < TARGETS.allRssGrowthMb)}`],
+  ];
+  const same =
+    sa.sha256 === ba.sha256 && SCENARIOS.every(([key]) => service.check[key] === baseline.check[key]);
+  const cpu = /^model name\s*:\s*(.*)$/m.exec(fs.readFileSync('/proc/cpuinfo', 'utf8'))?.[1] ?? 'unknown';
+  console.log(`
+Bike catalog benchmark: ${COUNT} bikes, ${CONNECTIONS} connections, ${DURATION} s per scenario, /bikes/all fetched ${FETCHES} times
+Machine: ${os.cpus().length} CPUs (nproc ${os.availableParallelism()}), ${cpu}, Node ${process.version}, ${os.platform()} ${os.release()}
+/bikes/all body: ${(sa.bytes / 1e6).toFixed(1)} MB; selective search: ${samples.matchesPerSearch.toFixed(1)} matches per term on average
+Service and baseline answered identically: ${same ? 'yes' : 'NO'}
+
+${table(rows)}
+
+${table(allRows)}
+`);
+}
+
+async function main() {
+  if (!fs.existsSync(path.join(ROOT, 'dist', 'server.js'))) throw new Error('dist/ is missing: run npm run build');
+  const workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bike-bench-'));
+  log(`starting PostgreSQL in ${workDir}`);
+  const pg = await startEmbeddedPostgres({ dataDir: workDir, ephemeral: true });
+  let stopping = false;
+  const cleanUp = async () => {
+    if (stopping) return;
+    stopping = true;
+    await pg.stop();
+    fs.rmSync(workDir, { recursive: true, force: true });
+  };
+  process.once('SIGINT', () => cleanUp().then(() => process.exit(130)));
+  try {
+    await migrate(pg.url);
+    log(`seeding ${COUNT} bikes`);
+    const client = new Client({ connectionString: pg.url });
+    await client.connect();
+    await seedBikes(client, COUNT).finally(() => client.end());
+    const samples = await pickSamples(pg.url);
+
+    const profileDir = path.join(ROOT, 'bench', 'profiles');
+    const service = await measure(
+      'service',
+      [...(args['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []), 'dist/server.js'],
+      { DATABASE_URL: pg.url, JWT_SECRET: randomBytes(32).toString('base64url'), LOG_LEVEL: 'info' },
+      samples,
+      workDir,
+    );
+    const baseline = await measure('baseline', [path.join(__dirname, 'baseline.js')], { DATABASE_URL: pg.url }, samples, workDir);
+    report(service, baseline, samples);
+    if (args['cpu-prof']) log(`CPU profile of the service written to ${profileDir}`);
+  } finally {
+    await cleanUp();
+  }
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exitCode = 1;
+});
