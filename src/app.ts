@@ -2,7 +2,10 @@ import Koa from 'koa';
 import type { Tokens } from './auth/tokens';
 import type { BikeRepository } from './bikes/repository';
 import { bikesRouter } from './http/bikes-router';
+import { cors } from './http/cors';
+import { docsRouter } from './http/docs-router';
 import { errorHandler, HttpError } from './http/errors';
+import { healthRouter, type ReadinessCheck } from './http/health-router';
 import { methodNotAllowed } from './http/method-not-allowed';
 import { requestLog } from './http/request-log';
 import { tokenRouter } from './http/token-router';
@@ -12,16 +15,23 @@ export interface AppDeps {
   bikes: BikeRepository;
   tokens: Tokens;
   logger: Logger;
+  /** GET /readyz answers with this. */
+  readiness: ReadinessCheck;
+  /** CORS_ORIGIN: CORS is off when unset. */
+  corsOrigin?: string;
 }
 
 /** The Koa application, without listening: the server entry and the tests both build it here. */
-export function createApp({ bikes, tokens, logger }: AppDeps): Koa {
+export function createApp({ bikes, tokens, logger, readiness, corsOrigin }: AppDeps): Koa {
   const app = new Koa();
   // Errors are answered and logged by errorHandler; what reaches here is a failure while
   // streaming a body, after the status was sent.
   app.on('error', (err: Error) => logger.error({ err }, 'response failed after headers were sent'));
 
   app.use(requestLog(logger));
+  // Outside the error middleware, so error responses carry the CORS headers too.
+  const corsMiddleware = cors(corsOrigin);
+  if (corsMiddleware) app.use(corsMiddleware);
   app.use(errorHandler(logger));
   app.use(async (ctx, next) => {
     // A path that is not valid percent-encoding (/bikes/by-handle/%ZZ) names nothing.
@@ -33,6 +43,8 @@ export function createApp({ bikes, tokens, logger }: AppDeps): Koa {
     await next();
   });
   app.use(methodNotAllowed());
-  for (const router of [bikesRouter(bikes, tokens), tokenRouter(tokens)]) app.use(router.routes());
+  for (const router of [bikesRouter(bikes, tokens), tokenRouter(tokens), healthRouter(readiness), docsRouter()]) {
+    app.use(router.routes());
+  }
   return app;
 }

@@ -9,6 +9,7 @@ import { openDatabaseServer } from './db/database';
 import { migrate } from './db/migrate';
 import { connectDatabase } from './db/prisma';
 import { isDatabaseUnavailable } from './http/errors';
+import { databaseReadiness } from './http/health-router';
 import { createLogger, type Logger } from './logger';
 
 /** How long a shutdown waits for requests in flight before it closes their connections. */
@@ -46,6 +47,8 @@ export async function startService(config: Config, logger: Logger): Promise<Serv
       bikes: createBikeRepository(db.prisma),
       tokens: createTokens(jwtSecret),
       logger,
+      readiness: databaseReadiness(db.pool),
+      corsOrigin: config.corsOrigin,
     });
     const server = http.createServer(
       {

@@ -1,0 +1,92 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import Router from '@koa/router';
+import { HttpError } from './errors';
+import { openApiDocument } from './openapi';
+
+/**
+ * GET /openapi.json, and GET /docs: Swagger UI rendering it, served from the swagger-ui-dist
+ * package in node_modules (no CDN, so the page works offline and behind a firewall).
+ */
+
+const SWAGGER_UI_DIR = path.dirname(require.resolve('swagger-ui-dist/package.json'));
+
+/** The only files of the package the page needs; nothing else under /docs/ is served. */
+const ASSETS: Record<string, string> = {
+  'swagger-ui.css': 'text/css; charset=utf-8',
+  'swagger-ui-bundle.js': 'text/javascript; charset=utf-8',
+  'favicon-32x32.png': 'image/png',
+  'favicon-16x16.png': 'image/png',
+};
+
+const PAGE = `<!doctype html>
+<html lang="en">
+  <head>
+    <meta charset="utf-8" />
+    <meta name="viewport" content="width=device-width, initial-scale=1" />
+    <title>Bike catalog API</title>
+    <link rel="stylesheet" href="/docs/swagger-ui.css" />
+    <link rel="icon" type="image/png" href="/docs/favicon-32x32.png" sizes="32x32" />
+    <link rel="icon" type="image/png" href="/docs/favicon-16x16.png" sizes="16x16" />
+  </head>
+  <body>
+    <div id="swagger-ui"></div>
+    <script src="/docs/swagger-ui-bundle.js"></script>
+    <script src="/docs/swagger-initializer.js"></script>
+  </body>
+</html>
+`;
+
+// A file rather than an inline script, so the page runs under a CSP without 'unsafe-inline' scripts.
+// validatorUrl null: Swagger UI would otherwise send the document to validator.swagger.io.
+const INITIALIZER = `window.ui = SwaggerUIBundle({
+  url: '/openapi.json',
+  dom_id: '#swagger-ui',
+  deepLinking: true,
+  validatorUrl: null,
+  presets: [SwaggerUIBundle.presets.apis],
+  layout: 'BaseLayout',
+});
+`;
+
+// Swagger UI sets inline styles and shows data: images; everything else comes from here.
+const CONTENT_SECURITY_POLICY =
+  "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; " +
+  "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
+
+export function docsRouter(): Router {
+  const router = new Router();
+  const document = JSON.stringify(openApiDocument());
+  const cache = new Map<string, Buffer>();
+
+  router.get('/openapi.json', (ctx) => {
+    ctx.type = 'application/json';
+    ctx.body = document;
+  });
+
+  router.get('/docs', (ctx) => {
+    ctx.set('Content-Security-Policy', CONTENT_SECURITY_POLICY);
+    ctx.type = 'text/html; charset=utf-8';
+    ctx.body = PAGE;
+  });
+
+  router.get('/docs/swagger-initializer.js', (ctx) => {
+    ctx.type = 'text/javascript; charset=utf-8';
+    ctx.body = INITIALIZER;
+  });
+
+  router.get('/docs/:asset', async (ctx) => {
+    const type = Object.hasOwn(ASSETS, ctx.params.asset) ? ASSETS[ctx.params.asset] : undefined;
+    if (!type) throw new HttpError(404);
+    let content = cache.get(ctx.params.asset);
+    if (!content) {
+      content = await fs.promises.readFile(path.join(SWAGGER_UI_DIR, ctx.params.asset));
+      cache.set(ctx.params.asset, content);
+    }
+    ctx.set('Cache-Control', 'public, max-age=3600');
+    ctx.type = type;
+    ctx.body = content;
+  });
+
+  return router;
+}
