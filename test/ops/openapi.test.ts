@@ -1,0 +1,307 @@
+import { randomUUID } from 'node:crypto';
+import type Router from '@koa/router';
+import pino from 'pino';
+import { createApp } from '../../src/app';
+import { createTokens } from '../../src/auth/tokens';
+import { createBikeRepository } from '../../src/bikes/repository';
+import { parseCreateBody, parsePatchBody, parseReplaceBody } from '../../src/bikes/schema';
+import { connectDatabase } from '../../src/db/prisma';
+import { databaseReadiness } from '../../src/http/health-router';
+import { client, newBike } from '../support/bikes';
+import { startTestService, type TestService } from '../support/service';
+import { schemaErrors } from './json-schema';
+
+type Json = Record<string, unknown>;
+interface Operation {
+  operationId: string;
+  security?: unknown[];
+  parameters?: Json[];
+  requestBody?: { content: Record<string, { schema: Json; example?: unknown }> };
+  responses: Record<string, Json>;
+}
+interface Document {
+  openapi: string;
+  paths: Record<string, Record<string, Operation>>;
+  components: { schemas: Record<string, Json>; securitySchemes: Record<string, Json>; parameters: Record<string, Json> };
+}
+
+const METHODS = ['get', 'put', 'post', 'patch', 'delete', 'head', 'options', 'trace'];
+
+/** The statuses each operation may answer, from the specification and DECISIONS.md (17: 503 when the database is down). */
+const ALLOWED_STATUSES: Record<string, number[]> = {
+  listBikes: [200, 503],
+  getBike: [200, 404, 503],
+  getBikeByHandle: [200, 404, 503],
+  searchBikesByTitle: [200, 400, 503],
+  createBike: [200, 400, 401, 403, 413, 503],
+  replaceBike: [200, 401, 403, 404, 413, 503],
+  updateBike: [200, 400, 401, 403, 404, 413, 503],
+  deleteBike: [200, 401, 403, 404, 503],
+  issueToken: [200, 400, 413],
+};
+
+/** Served for operators and the docs page, not part of the API the document describes. */
+const OPERATIONAL_ROUTES = [
+  'GET /healthz',
+  'GET /readyz',
+  'GET /openapi.json',
+  'GET /docs',
+  'GET /docs/swagger-initializer.js',
+  'GET /docs/{asset}',
+];
+
+function operations(document: Document): { method: string; path: string; operation: Operation }[] {
+  return Object.entries(document.paths).flatMap(([path, item]) =>
+    Object.entries(item)
+      .filter(([method]) => METHODS.includes(method))
+      .map(([method, operation]) => ({ method, path, operation })),
+  );
+}
+
+function operation(document: Document, operationId: string): { method: string; path: string; operation: Operation } {
+  const found = operations(document).find((entry) => entry.operation.operationId === operationId);
+  if (!found) throw new Error(`no operation ${operationId}`);
+  return found;
+}
+
+/** "/bikes/:id" and "/bikes/{id}" alike, without a trailing slash ("POST /bikes" and "POST /bikes/" are one route). */
+function routeKey(method: string, path: string): string {
+  const normalized = path.replace(/:(\w+)/g, '{$1}').replace(/(.)\/$/, '$1');
+  return `${method.toUpperCase()} ${normalized}`;
+}
+
+function responseSchema(document: Document, operationId: string, status = '200'): Json {
+  const response = operation(document, operationId).operation.responses[status];
+  return (response.content as Record<string, { schema: Json }>)['application/json'].schema;
+}
+
+function example(document: Document, operationId: string, where: 'request' | 'response'): unknown {
+  const { operation: op } = operation(document, operationId);
+  if (where === 'request') return op.requestBody?.content['application/json'].example;
+  return (op.responses['200'].content as Record<string, { example: unknown }>)['application/json'].example;
+}
+
+describe('GET /openapi.json', () => {
+  let svc: TestService;
+  let document: Document;
+  beforeAll(async () => {
+    svc = await startTestService();
+    const res = await fetch(`${svc.baseUrl}/openapi.json`);
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toMatch(/^application\/json/);
+    document = (await res.json()) as Document;
+  });
+  afterAll(() => svc.stop());
+
+  it('answers an OpenAPI 3.1 document with exactly the nine operations, each with its own id', () => {
+    expect(document.openapi).toBe('3.1.0');
+    const ids = operations(document).map((entry) => entry.operation.operationId);
+    expect(ids.sort()).toEqual(Object.keys(ALLOWED_STATUSES).sort());
+  });
+
+  it('lists every route the routers serve, and the routers serve every operation it lists', async () => {
+    // The real app, built as the server builds it, asked for its routing table.
+    const db = connectDatabase(svc.databaseUrl, () => undefined);
+    try {
+      const app = createApp({
+        bikes: createBikeRepository(db.prisma),
+        tokens: createTokens(svc.jwtSecret),
+        logger: pino({ level: 'silent' }),
+        readiness: databaseReadiness(db.pool),
+      });
+      const routers = app.middleware
+        .map((middleware) => (middleware as { router?: Router }).router)
+        .filter((router): router is Router => router !== undefined);
+      const served = routers.flatMap((router) =>
+        router.stack.flatMap((layer) => layer.methods.filter((m) => m !== 'HEAD').map((m) => routeKey(m, String(layer.path)))),
+      );
+      const documented = operations(document).map(({ method, path }) => routeKey(method, path));
+
+      expect(served.filter((route) => !OPERATIONAL_ROUTES.includes(route)).sort()).toEqual([...documented].sort());
+      expect(served).toEqual(expect.arrayContaining(OPERATIONAL_ROUTES));
+    } finally {
+      await db.close();
+    }
+  });
+
+  it('gives each operation exactly the statuses the specification and DECISIONS.md allow', () => {
+    for (const { operation: op } of operations(document)) {
+      const statuses = Object.keys(op.responses).map(Number).sort((a, b) => a - b);
+      expect({ operationId: op.operationId, statuses }).toEqual({
+        operationId: op.operationId,
+        statuses: ALLOWED_STATUSES[op.operationId],
+      });
+    }
+  });
+
+  it('requires the bearer token on the four writes under /bikes and on nothing else', () => {
+    expect(document.components.securitySchemes.bearerAuth).toMatchObject({ type: 'http', scheme: 'bearer' });
+    const secured = operations(document)
+      .filter(({ operation: op }) => op.security?.length)
+      .map(({ method, path }) => routeKey(method, path))
+      .sort();
+    expect(secured).toEqual(['DELETE /bikes/{id}', 'PATCH /bikes/{id}', 'POST /bikes', 'PUT /bikes/{id}']);
+    for (const { operation: op } of operations(document).filter(({ operation: op }) => op.security?.length)) {
+      expect(op.security).toEqual([{ bearerAuth: [] }]);
+      expect(Object.keys(op.responses)).toEqual(expect.arrayContaining(['401', '403']));
+    }
+  });
+
+  it('has request examples that the handlers\u2019 own schemas accept', () => {
+    expect(parseCreateBody(example(document, 'createBike', 'request')).ok).toBe(true);
+    expect(parseReplaceBody(example(document, 'replaceBike', 'request')).ok).toBe(true);
+    expect(parsePatchBody(example(document, 'updateBike', 'request')).ok).toBe(true);
+    expect(example(document, 'issueToken', 'request')).toEqual({ username: expect.any(String) });
+  });
+
+  it('has 200 examples that match the documented response schemas, and error examples that are the reason phrases', () => {
+    for (const { operation: op } of operations(document)) {
+      expect(schemaErrors(document, responseSchema(document, op.operationId), example(document, op.operationId, 'response'))).toEqual([]);
+    }
+    const errors = document.components as unknown as { responses: Record<string, { content: Record<string, { example: string }> }> };
+    expect(Object.values(errors.responses).map((r) => r.content['text/plain'].example).sort()).toEqual(
+      ['Bad Request', 'Forbidden', 'Not Found', 'Payload Too Large', 'Service Unavailable', 'Unauthorized'],
+    );
+  });
+
+  it('marks required exactly the bike fields without which a create answers 400, with the types the server checks', async () => {
+    const api = client(svc.baseUrl, await svc.token());
+    const schema = document.components.schemas.NewBike as { properties: Record<string, Json>; required: string[] };
+    const valid = newBike();
+    expect(Object.keys(schema.properties).sort()).toEqual(Object.keys(valid).sort());
+    expect([...schema.required].sort()).toEqual(Object.keys(valid).sort());
+    const wrongValue: Record<string, unknown> = { string: 5, number: '5', boolean: 'true', object: 'not an object' };
+    for (const [field, property] of Object.entries(schema.properties)) {
+      const without: Json = { ...valid };
+      delete without[field];
+      expect({ field, status: (await api.request('POST', '/bikes/', { body: without })).status }).toEqual({ field, status: 400 });
+      const type = property.$ref ? 'object' : (property.type as string);
+      const wrong = { ...valid, [field]: wrongValue[type] };
+      expect({ field, type, status: (await api.request('POST', '/bikes/', { body: wrong })).status }).toEqual({
+        field,
+        type,
+        status: 400,
+      });
+    }
+  });
+
+  it('replays its examples in order against a fresh database and gets the documented 200 responses', async () => {
+    const fresh = await startTestService();
+    try {
+      const issued = await client(fresh.baseUrl).request('POST', '/api/user', {
+        body: example(document, 'issueToken', 'request'),
+      });
+      expect(issued.status).toBe(200);
+      const { token } = (await issued.json()) as { token: string };
+      expect(schemaErrors(document, responseSchema(document, 'issueToken'), { token })).toEqual([]);
+      const api = client(fresh.baseUrl, token);
+      const id = document.components.parameters.BikeId.example as string;
+      const handleParam = operation(document, 'getBikeByHandle').operation.parameters?.[0] as Json;
+      const queryParam = operation(document, 'searchBikesByTitle').operation.parameters?.[0] as Json;
+
+      const replay = async (operationId: string, method: string, path: string, body?: unknown) => {
+        const res = await api.request(method, path, { body });
+        expect({ operationId, status: res.status }).toEqual({ operationId, status: 200 });
+        const received = await res.json();
+        expect(schemaErrors(document, responseSchema(document, operationId), received)).toEqual([]);
+        return received;
+      };
+
+      // The create example: the server makes its own id, so compare everything else.
+      const created = await replay('createBike', 'POST', '/bikes/', example(document, 'createBike', 'request'));
+      const { id: _documentedId, ...documentedCreated } = example(document, 'createBike', 'response') as Json;
+      expect(created).toEqual({ ...documentedCreated, id: expect.any(String) });
+      await api.request('DELETE', `/bikes/${(created as Json).id}`);
+
+      // The rest use the documented id, so the documented responses must come back exactly.
+      expect(await replay('replaceBike', 'PUT', `/bikes/${id}`, example(document, 'replaceBike', 'request'))).toEqual(
+        example(document, 'replaceBike', 'response'),
+      );
+      expect(await replay('getBike', 'GET', `/bikes/${id}`)).toEqual(example(document, 'getBike', 'response'));
+      expect(await replay('getBikeByHandle', 'GET', `/bikes/by-handle/${handleParam.example as string}`)).toEqual(
+        example(document, 'getBikeByHandle', 'response'),
+      );
+      expect(
+        await replay('searchBikesByTitle', 'GET', `/bikes/search/by-title?query=${encodeURIComponent(queryParam.example as string)}`),
+      ).toEqual(example(document, 'searchBikesByTitle', 'response'));
+      expect(await replay('listBikes', 'GET', '/bikes/all')).toEqual(example(document, 'listBikes', 'response'));
+      expect(await replay('updateBike', 'PATCH', `/bikes/${id}`, example(document, 'updateBike', 'request'))).toEqual(
+        example(document, 'updateBike', 'response'),
+      );
+      expect(await replay('deleteBike', 'DELETE', `/bikes/${id}`)).toEqual(example(document, 'deleteBike', 'response'));
+    } finally {
+      await fresh.stop();
+    }
+  });
+
+  it('lists, for every probe of every operation, the status the server answers, with a matching body', async () => {
+    const token = await svc.token();
+    const api = client(svc.baseUrl, token);
+    const bike = await api.create(newBike());
+    const victim = await api.create(newBike());
+    const unknownId = randomUUID();
+    const huge = JSON.stringify({ ...newBike(), description: 'x'.repeat(1_100_000) });
+    const noToken = { token: '' };
+    const badToken = { token: 'not.a.token' };
+    const replacement = { ...newBike(), id: bike.id, handle: bike.handle };
+
+    const probes: [operationId: string, method: string, path: string, options: Parameters<typeof api.request>[2], expected: number][] = [
+      ['listBikes', 'GET', '/bikes/all', {}, 200],
+      ['getBike', 'GET', `/bikes/${bike.id}`, {}, 200],
+      ['getBike', 'GET', `/bikes/${unknownId}`, {}, 404],
+      ['getBike', 'GET', '/bikes/not-a-uuid', {}, 404],
+      ['getBikeByHandle', 'GET', `/bikes/by-handle/${bike.handle}`, {}, 200],
+      ['getBikeByHandle', 'GET', `/bikes/by-handle/no-such-${unknownId}`, {}, 404],
+      ['searchBikesByTitle', 'GET', `/bikes/search/by-title?query=${encodeURIComponent(bike.title)}`, {}, 200],
+      ['searchBikesByTitle', 'GET', '/bikes/search/by-title?query=a&query=b', {}, 400],
+      ['createBike', 'POST', '/bikes/', { body: newBike() }, 200],
+      ['createBike', 'POST', '/bikes', { body: newBike() }, 200],
+      ['createBike', 'POST', '/bikes/', { body: { title: 'only a title' } }, 400],
+      ['createBike', 'POST', '/bikes/', { body: newBike(), ...noToken }, 401],
+      ['createBike', 'POST', '/bikes/', { body: newBike(), ...badToken }, 403],
+      ['createBike', 'POST', '/bikes/', { body: huge }, 413],
+      ['replaceBike', 'PUT', `/bikes/${bike.id}`, { body: replacement }, 200],
+      ['replaceBike', 'PUT', `/bikes/${bike.id}`, { body: { title: 'only a title' } }, 404],
+      ['replaceBike', 'PUT', `/bikes/${bike.id}`, { body: replacement, ...noToken }, 401],
+      ['replaceBike', 'PUT', `/bikes/${bike.id}`, { body: replacement, ...badToken }, 403],
+      ['replaceBike', 'PUT', `/bikes/${bike.id}`, { body: huge }, 413],
+      ['updateBike', 'PATCH', `/bikes/${bike.id}`, { body: { totalInventory: 3 } }, 200],
+      ['updateBike', 'PATCH', `/bikes/${bike.id}`, { body: { totalInventory: '3' } }, 400],
+      ['updateBike', 'PATCH', `/bikes/${unknownId}`, { body: { totalInventory: 3 } }, 404],
+      ['updateBike', 'PATCH', `/bikes/${bike.id}`, { body: {}, ...noToken }, 401],
+      ['updateBike', 'PATCH', `/bikes/${bike.id}`, { body: {}, ...badToken }, 403],
+      ['updateBike', 'PATCH', `/bikes/${bike.id}`, { body: huge }, 413],
+      ['deleteBike', 'DELETE', `/bikes/${victim.id}`, noToken, 401],
+      ['deleteBike', 'DELETE', `/bikes/${victim.id}`, badToken, 403],
+      ['deleteBike', 'DELETE', `/bikes/${victim.id}`, {}, 200],
+      ['deleteBike', 'DELETE', `/bikes/${victim.id}`, {}, 404],
+      ['issueToken', 'POST', '/api/user', { body: { username: 'probe' }, ...noToken }, 200],
+      ['issueToken', 'POST', '/api/user', { body: { username: 5 }, ...noToken }, 400],
+      ['issueToken', 'POST', '/api/user', { body: JSON.stringify({ username: 'x'.repeat(1_100_000) }), ...noToken }, 413],
+    ];
+
+    for (const [operationId, method, path, options, expected] of probes) {
+      const res = await api.request(method, path, options);
+      const documented = operation(document, operationId).operation.responses;
+      const probe = `${method} ${path.slice(0, 60)}`;
+      expect({ probe, status: res.status }).toEqual({ probe, status: expected });
+      expect({ probe, documented: Object.keys(documented) }).toEqual({
+        probe,
+        documented: expect.arrayContaining([String(res.status)]),
+      });
+      if (res.status === 200) {
+        expect(res.headers.get('content-type')).toMatch(/^application\/json/);
+        expect({ probe, errors: schemaErrors(document, responseSchema(document, operationId), await res.json()) }).toEqual({
+          probe,
+          errors: [],
+        });
+      } else {
+        expect(res.headers.get('content-type')).toMatch(/^text\/plain/);
+        const phrase = await res.text();
+        const errorResponse = document.components as unknown as { responses: Record<string, { content: Record<string, { example: string }> }> };
+        const ref = (documented[String(res.status)] as { $ref: string }).$ref.split('/').pop() as string;
+        expect(phrase).toBe(errorResponse.responses[ref].content['text/plain'].example);
+      }
+    }
+  });
+});
