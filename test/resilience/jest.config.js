@@ -1,0 +1,19 @@
+/**
+ * `npm run test:resilience`: hostile input, token attacks, database outages, crashes, shutdowns,
+ * limits and races. These tests start and kill PostgreSQL servers and service processes and
+ * measure how long things take, so they run one file at a time, apart from `npm test`
+ * (their files end in .resilience.ts, which the main configuration does not pick up).
+ */
+/** @type {import('jest').Config} */
+module.exports = {
+  rootDir: '../..',
+  testEnvironment: 'node',
+  roots: ['<rootDir>/test/resilience'],
+  testMatch: ['**/*.resilience.ts'],
+  transform: { '^.+\\.ts$': ['ts-jest', { tsconfig: 'test/tsconfig.json' }] },
+  // The same PostgreSQL server for the run as `npm test` uses, for the in-process services.
+  globalSetup: '<rootDir>/test/support/global-setup.ts',
+  globalTeardown: '<rootDir>/test/support/global-teardown.ts',
+  testTimeout: 120_000,
+  maxWorkers: 1,
+};
