@@ -1,0 +1,364 @@
+import http from 'node:http';
+import { randomUUID } from 'node:crypto';
+import jwt from 'jsonwebtoken';
+import type { Bike, BikeFields } from '../../src/bikes/bike';
+import { newBike } from '../support/bikes';
+import { startTestService, type TestService } from '../support/service';
+
+/**
+ * Shared by the black-box API tests: a service per test file, a small HTTP client that can send
+ * exactly the bytes and headers a test wants, and readers for what the API holds afterwards.
+ */
+
+export { newBike };
+export type { Bike, BikeFields };
+
+/** The ten fields of a bike in a response, and nothing else. */
+export const BIKE_KEYS = [
+  'availableForSale',
+  'createdAt',
+  'description',
+  'handle',
+  'id',
+  'priceRange',
+  'productType',
+  'title',
+  'totalInventory',
+  'vendor',
+];
+
+export const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+
+/** Ids that are not UUIDs; every route must answer them 404 (never 500). */
+export const NOT_UUIDS = [
+  'not-a-uuid',
+  '123',
+  '0',
+  'zzzzzzzz-zzzz-4zzz-8zzz-zzzzzzzzzzzz',
+  '6f1c0e4e-6b1a-4d54-9b2a-2f8f6c1c6a7', // one digit short
+  '6f1c0e4e-6b1a-4d54-9b2a-2f8f6c1c6a7ff', // one digit long
+  '6f1c0e4e6b1a4d549b2a2f8f6c1c6a7f0000', // no dashes
+  "1'%20OR%20'1'%3D'1",
+  '%00',
+  'null',
+];
+
+export interface Reply {
+  status: number;
+  headers: Headers;
+  text: string;
+  json<T = unknown>(): T;
+}
+
+export interface RequestOptions {
+  /** Sent as JSON. */
+  json?: unknown;
+  /** Sent as application/x-www-form-urlencoded. */
+  form?: Record<string, string> | string;
+  /** Sent as is, with `contentType` (or none). */
+  raw?: string | Buffer;
+  contentType?: string;
+  /** null sends no Authorization header; a string is sent as `Bearer <token>`; default: the file's token. */
+  token?: string | null;
+  /** The whole Authorization header value, as given. */
+  authorization?: string;
+  headers?: Record<string, string>;
+}
+
+export interface Api {
+  readonly baseUrl: string;
+  readonly token: string;
+  readonly jwtSecret: string;
+  request(method: string, path: string, options?: RequestOptions): Promise<Reply>;
+  /** Creates a bike (asserting 200) and returns it. */
+  create(fields?: BikeFields | Record<string, unknown>): Promise<Bike>;
+  /** The bike at `id`, or null when GET answers 404. */
+  find(id: string): Promise<Bike | null>;
+  all(): Promise<Bike[]>;
+  search(query: string): Promise<Bike[]>;
+  byHandle(handle: string): Promise<Reply>;
+}
+
+async function toReply(res: Response): Promise<Reply> {
+  const text = await res.text();
+  return { status: res.status, headers: res.headers, text, json: <T>() => JSON.parse(text) as T };
+}
+
+/**
+ * Starts one service over its own fresh database for the enclosing describe block (or file) and
+ * stops it afterwards. The returned object is usable inside tests and hooks.
+ */
+export function useApi(): Api {
+  let svc: TestService | undefined;
+  let token = '';
+  beforeAll(async () => {
+    svc = await startTestService();
+    token = await svc.token();
+  });
+  afterAll(async () => {
+    await svc?.stop();
+  });
+  const started = (): TestService => {
+    if (!svc) throw new Error('the service is not started');
+    return svc;
+  };
+
+  const api: Api = {
+    get baseUrl() {
+      return started().baseUrl;
+    },
+    get token() {
+      return token;
+    },
+    get jwtSecret() {
+      return started().jwtSecret;
+    },
+    async request(method, path, options = {}) {
+      const headers: Record<string, string> = {};
+      let body: string | Buffer | undefined;
+      if (options.json !== undefined) {
+        body = JSON.stringify(options.json);
+        headers['content-type'] = 'application/json';
+      } else if (options.form !== undefined) {
+        body = typeof options.form === 'string' ? options.form : new URLSearchParams(options.form).toString();
+        headers['content-type'] = 'application/x-www-form-urlencoded';
+      } else if (options.raw !== undefined) {
+        body = options.raw;
+      }
+      if (options.contentType !== undefined) headers['content-type'] = options.contentType;
+      const bearer = options.token === undefined ? token : options.token;
+      if (options.authorization !== undefined) headers.authorization = options.authorization;
+      else if (bearer !== null) headers.authorization = `Bearer ${bearer}`;
+      Object.assign(headers, options.headers);
+      const res = await fetch(`${started().baseUrl}${path}`, { method, headers, body });
+      return toReply(res);
+    },
+    async create(fields = newBike()) {
+      const res = await api.request('POST', '/bikes/', { json: fields });
+      if (res.status !== 200) throw new Error(`create answered ${res.status}`);
+      return res.json<Bike>();
+    },
+    async find(id) {
+      const res = await api.request('GET', `/bikes/${id}`, { token: null });
+      if (res.status === 404) return null;
+      if (res.status !== 200) throw new Error(`GET /bikes/${id} answered ${res.status}`);
+      return res.json<Bike>();
+    },
+    async all() {
+      const res = await api.request('GET', '/bikes/all', { token: null });
+      if (res.status !== 200) throw new Error(`GET /bikes/all answered ${res.status}`);
+      return res.json<Bike[]>();
+    },
+    async search(query) {
+      const res = await api.request('GET', `/bikes/search/by-title?query=${encodeURIComponent(query)}`, { token: null });
+      if (res.status !== 200) throw new Error(`search answered ${res.status}`);
+      return res.json<Bike[]>();
+    },
+    byHandle(handle) {
+      return api.request('GET', `/bikes/by-handle/${encodeURIComponent(handle)}`, { token: null });
+    },
+  };
+  return api;
+}
+
+/** The bike a create with `fields` should answer: the fields plus the server's id and handle. */
+export function expectedBike(fields: BikeFields, id: string, handle: string): Bike {
+  return {
+    id,
+    handle,
+    title: fields.title,
+    productType: fields.productType,
+    createdAt: fields.createdAt,
+    description: fields.description,
+    vendor: fields.vendor,
+    availableForSale: fields.availableForSale,
+    totalInventory: fields.totalInventory,
+    priceRange: {
+      minPrice: { amount: fields.priceRange.minPrice.amount, currencyCode: fields.priceRange.minPrice.currencyCode },
+      maxPrice: { amount: fields.priceRange.maxPrice.amount, currencyCode: fields.priceRange.maxPrice.currencyCode },
+    },
+  };
+}
+
+/** Asserts the object has exactly the ten documented fields, priceRange and Money included. */
+export function expectExactShape(bike: unknown): void {
+  const b = bike as Record<string, Record<string, Record<string, unknown>>>;
+  expect(Object.keys(b).sort()).toEqual(BIKE_KEYS);
+  expect(Object.keys(b.priceRange).sort()).toEqual(['maxPrice', 'minPrice']);
+  expect(Object.keys(b.priceRange.minPrice).sort()).toEqual(['amount', 'currencyCode']);
+  expect(Object.keys(b.priceRange.maxPrice).sort()).toEqual(['amount', 'currencyCode']);
+}
+
+/** Error answers are a status and its plain-text reason phrase, never JSON. */
+export function expectPlainError(res: Reply, status: number, phrase: string): void {
+  expect(res.status).toBe(status);
+  expect(res.headers.get('content-type')).toMatch(/^text\/plain/);
+  expect(res.text).toBe(phrase);
+}
+
+export function unknownId(): string {
+  return randomUUID();
+}
+
+/** A body of the given fields with one of them (a dotted path) removed. */
+export function without(fields: BikeFields, path: string): Record<string, unknown> {
+  const copy = structuredClone(fields) as unknown as Record<string, unknown>;
+  const keys = path.split('.');
+  let target = copy;
+  for (const key of keys.slice(0, -1)) target = target[key] as Record<string, unknown>;
+  delete target[keys[keys.length - 1]];
+  return copy;
+}
+
+/** A body of the given fields with one of them (a dotted path) set to `value`. */
+export function withValue(fields: BikeFields, path: string, value: unknown): Record<string, unknown> {
+  const copy = structuredClone(fields) as unknown as Record<string, unknown>;
+  const keys = path.split('.');
+  let target = copy;
+  for (const key of keys.slice(0, -1)) target = target[key] as Record<string, unknown>;
+  target[keys[keys.length - 1]] = value;
+  return copy;
+}
+
+/** Every client field path of a bike body, nested ones included. */
+export const CLIENT_FIELD_PATHS = [
+  'title',
+  'productType',
+  'createdAt',
+  'description',
+  'vendor',
+  'availableForSale',
+  'totalInventory',
+  'priceRange',
+  'priceRange.minPrice',
+  'priceRange.maxPrice',
+  'priceRange.minPrice.amount',
+  'priceRange.minPrice.currencyCode',
+  'priceRange.maxPrice.amount',
+  'priceRange.maxPrice.currencyCode',
+];
+
+/** Values of the wrong type for each client field (strict: "5" is not a number, "true" not a boolean). */
+export const WRONG_TYPES: Array<[string, unknown]> = [
+  ['title', 5],
+  ['title', null],
+  ['title', true],
+  ['title', ['Road Bike']],
+  ['title', { text: 'Road Bike' }],
+  ['productType', 1],
+  ['createdAt', 1709287200000],
+  ['createdAt', null],
+  ['description', false],
+  ['vendor', {}],
+  ['availableForSale', 'true'],
+  ['availableForSale', 1],
+  ['availableForSale', 0],
+  ['availableForSale', null],
+  ['totalInventory', '5'],
+  ['totalInventory', true],
+  ['totalInventory', null],
+  ['totalInventory', [5]],
+  ['priceRange', 'cheap'],
+  ['priceRange', null],
+  ['priceRange', []],
+  ['priceRange.minPrice', 10],
+  ['priceRange.maxPrice', null],
+  ['priceRange.minPrice.amount', '10'],
+  ['priceRange.minPrice.amount', null],
+  ['priceRange.maxPrice.amount', '649.50'],
+  ['priceRange.minPrice.currencyCode', 840],
+  ['priceRange.maxPrice.currencyCode', null],
+];
+
+/** Strings PostgreSQL cannot hold, at every string field. */
+export const NUL_FIELDS = [
+  'title',
+  'productType',
+  'createdAt',
+  'description',
+  'vendor',
+  'priceRange.minPrice.currencyCode',
+  'priceRange.maxPrice.currencyCode',
+];
+
+/** Numbers that must read back exactly as sent. */
+export const EXACT_NUMBERS = [
+  -1,
+  -273.15,
+  0.1,
+  0.30000000000000004,
+  499.99,
+  1e308,
+  -1e308,
+  Number.MAX_VALUE,
+  -Number.MAX_VALUE,
+  1.2345678901234567e300,
+  123456789012345680000,
+  5e-324,
+  2.2250738585072014e-308,
+  9007199254740991,
+  9007199254740994,
+  0,
+];
+
+export interface RawReply {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  text: string;
+}
+
+/**
+ * A request over node:http, for bodies the server may refuse before reading them (401 on a
+ * 2 MB body, 413): the answer is taken even if the server stops reading or closes early.
+ */
+export function rawRequest(
+  baseUrl: string,
+  method: string,
+  path: string,
+  headers: Record<string, string>,
+  body?: string | Buffer,
+): Promise<RawReply> {
+  return new Promise((resolve, reject) => {
+    const url = new URL(baseUrl);
+    const req = http.request(
+      { host: url.hostname, port: url.port, method, path, headers: { connection: 'close', ...headers }, agent: false },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => (text += chunk));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text }));
+        res.on('error', reject);
+      },
+    );
+    // The server may answer and close before the whole body is sent; the answer is what counts.
+    req.on('error', (err: NodeJS.ErrnoException) => {
+      if (err.code !== 'EPIPE' && err.code !== 'ECONNRESET') reject(err);
+    });
+    req.end(body);
+  });
+}
+
+export interface DecodedToken {
+  header: Record<string, unknown>;
+  payload: Record<string, unknown>;
+}
+
+export function decodeToken(token: string): DecodedToken {
+  const [header, payload] = token.split('.');
+  const read = (part: string) => JSON.parse(Buffer.from(part, 'base64url').toString('utf8')) as Record<string, unknown>;
+  return { header: read(header), payload: read(payload) };
+}
+
+export function signToken(payload: object, secret: string, options: jwt.SignOptions = {}): string {
+  return jwt.sign(payload, secret, { algorithm: 'HS256', ...options });
+}
+
+/** A JWT with `alg: none` and no signature. */
+export function unsignedToken(payload: object): string {
+  const part = (value: object) => Buffer.from(JSON.stringify(value)).toString('base64url');
+  return `${part({ alg: 'none', typ: 'JWT' })}.${part(payload)}.`;
+}
+
+export function nowSeconds(): number {
+  return Math.floor(Date.now() / 1000);
+}
