@@ -1,5 +1,3 @@
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { createApp } from './app';
 import { loadOrCreateSecret } from './auth/secret';
 import { createTokens } from './auth/tokens';
@@ -7,13 +5,20 @@ import { createBikeRepository } from './bikes/repository';
 import { type Config, ConfigError, readConfig } from './config';
 import { openDatabaseServer } from './db/database';
 import { migrate } from './db/migrate';
-import { connectDatabase } from './db/prisma';
+import { connectDatabase, type Database } from './db/prisma';
 import { isDatabaseUnavailable } from './http/errors';
 import { databaseReadiness } from './http/health-router';
+import { listen } from './http/listener';
 import { createLogger, type Logger } from './logger';
+import { watchNpmParent } from './npm-parent';
 
-/** How long a shutdown waits for requests in flight before it closes their connections. */
-const SHUTDOWN_GRACE_MS = 10_000;
+/**
+ * How long a shutdown lets requests in flight finish before it cuts their connections. Closing
+ * the pool and stopping an embedded PostgreSQL take the rest, so the process is gone within 10 s.
+ */
+const SHUTDOWN_GRACE_MS = 8_000;
+/** How long a shutdown waits for the pool to close (it can hang on a database that is down). */
+const POOL_CLOSE_MS = 1_000;
 /** How long start-up waits for an external database to accept connections. */
 const DATABASE_WAIT_MS = 30_000;
 
@@ -37,50 +42,47 @@ async function migrateWhenReachable(url: string, logger: Logger): Promise<void> 
   }
 }
 
+async function closeWithin(db: Database, logger: Logger): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), POOL_CLOSE_MS)));
+  try {
+    const result = await Promise.race([db.close().catch(() => undefined), late]);
+    if (result === 'late') logger.warn('database pool did not close in time');
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 export async function startService(config: Config, logger: Logger): Promise<Service> {
   const databaseServer = await openDatabaseServer(config, logger);
+  let db: Database | undefined;
   try {
     const jwtSecret = config.jwtSecret ?? loadOrCreateSecret(config.dataDir);
     await migrateWhenReachable(databaseServer.url, logger);
-    const db = connectDatabase(databaseServer.url, (err) => logger.warn({ err: err.message }, 'database connection lost'));
+    db = connectDatabase(databaseServer.url, (err) => logger.warn({ err: err.message }, 'database connection lost'));
     const app = createApp({
-      bikes: createBikeRepository(db.prisma),
+      bikes: createBikeRepository(db),
       tokens: createTokens(jwtSecret),
       logger,
       readiness: databaseReadiness(db.pool),
       corsOrigin: config.corsOrigin,
     });
-    const server = http.createServer(
-      {
-        // Room for a 100 KB Authorization header, so an oversized token is judged (403), not refused.
-        maxHeaderSize: 256 * 1024,
-        // A slow client cannot hold a connection forever.
-        headersTimeout: 10_000,
-        requestTimeout: 30_000,
-        keepAliveTimeout: 5_000,
-      },
-      app.callback(),
-    );
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', reject);
-      server.listen(config.port, () => resolve());
-    });
-    const { port } = server.address() as AddressInfo;
+    const listener = await listen(app.callback(), config.port);
+    const database = db;
 
     return {
-      port,
+      port: listener.port,
       async stop() {
-        const closed = new Promise((resolve) => server.close(resolve));
-        server.closeIdleConnections();
-        const timer = setTimeout(() => server.closeAllConnections(), SHUTDOWN_GRACE_MS);
-        await closed;
-        clearTimeout(timer);
-        await db.close();
+        await listener.close(SHUTDOWN_GRACE_MS);
+        await closeWithin(database, logger);
         await databaseServer.stop();
       },
     };
   } catch (err) {
-    await databaseServer.stop();
+    if (db) await closeWithin(db, logger);
+    // Only a PostgreSQL this process started: one it adopted may be serving another instance
+    // (a second `npm start` that finds the port taken must not stop the first one's database).
+    await databaseServer.release();
     throw err;
   }
 }
@@ -95,27 +97,54 @@ async function main(): Promise<void> {
     process.exit(1);
   }
   const logger = createLogger(config.logLevel);
-  const service = await startService(config, logger);
-  logger.info({ port: service.port, database: config.databaseUrl ? 'external' : 'embedded' }, 'bike catalog listening');
 
+  // Signals are taken from the very start: one that arrives while the service is still starting
+  // stops it as soon as it is up, so an embedded PostgreSQL is never left behind.
+  let starting: Promise<Service | undefined> | undefined;
   let stopping = false;
-  const shutdown = (signal: string) => {
+  const shutdown = (reason: string, exitCode = 0) => {
     if (stopping) return;
     stopping = true;
-    logger.info({ signal }, 'shutting down');
-    service.stop().then(
-      () => {
-        logger.info('stopped');
-        process.exit(0);
-      },
-      (err) => {
-        logger.error({ err }, 'shutdown failed');
-        process.exit(1);
-      },
-    );
+    logger.info({ reason }, 'shutting down');
+    void (starting ?? Promise.resolve(undefined))
+      .then((service) => service?.stop())
+      .then(
+        () => {
+          logger.info('stopped');
+          process.exit(exitCode);
+        },
+        (err) => {
+          logger.error({ err }, 'shutdown failed');
+          process.exit(1);
+        },
+      );
   };
-  process.on('SIGTERM', shutdown);
-  process.on('SIGINT', shutdown);
+  // SIGHUP: the terminal that ran `npm start` was closed.
+  for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) process.on(signal, () => shutdown(signal));
+  // A bug that escapes every handler still gets an orderly stop of the embedded PostgreSQL.
+  process.on('uncaughtException', (err) => {
+    logger.fatal({ err }, 'uncaught exception');
+    shutdown('uncaught exception', 1);
+  });
+  process.on('unhandledRejection', (err) => {
+    logger.fatal({ err }, 'unhandled promise rejection');
+    shutdown('unhandled promise rejection', 1);
+  });
+  // `npm start` passes a SIGTERM only to the shell between it and us, and a SIGKILL to npm
+  // reaches no one: either would leave this process serving on its own.
+  watchNpmParent(() => shutdown('npm exited'));
+
+  starting = startService(config, logger).then(
+    (service) => {
+      logger.info({ port: service.port, database: config.databaseUrl ? 'external' : 'embedded' }, 'bike catalog listening');
+      return service;
+    },
+    (err) => {
+      console.error('bike catalog failed to start:', err instanceof Error ? err.message : err);
+      process.exit(1);
+    },
+  );
+  await starting;
 }
 
 if (require.main === module) {

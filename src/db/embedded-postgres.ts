@@ -79,7 +79,20 @@ function isAlive(pid: number): boolean {
   }
 }
 
-/** The server already running on this cluster (left by a killed process), if any. */
+/**
+ * False only when we can tell that the process is not a PostgreSQL server: after a reboot or in
+ * a fresh container a stale postmaster.pid can name a pid that now belongs to something else.
+ */
+function couldBePostgres(pid: number): boolean {
+  try {
+    return fs.readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'postgres';
+  } catch (err) {
+    // No /proc here (not Linux): trust the pid.
+    return (err as NodeJS.ErrnoException).code !== 'ENOENT' || !fs.existsSync('/proc/self');
+  }
+}
+
+/** The server running on this cluster now (ours, or one left by a killed process), if any. */
 function runningServer(clusterDir: string): { pid: number; port: number } | undefined {
   let lines: string[];
   try {
@@ -89,7 +102,7 @@ function runningServer(clusterDir: string): { pid: number; port: number } | unde
   }
   const pid = Number(lines[0]);
   const port = Number(lines[3]);
-  return pid > 0 && port > 0 && isAlive(pid) ? { pid, port } : undefined;
+  return pid > 0 && port > 0 && isAlive(pid) && couldBePostgres(pid) ? { pid, port } : undefined;
 }
 
 function chownTree(dir: string, owner: { uid: number; gid: number } | undefined): void {
@@ -222,15 +235,17 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
   }
 
   await ensureDatabase(urlFor(server.port, 'postgres'), database);
-  const { pid, port } = server;
+  const { port } = server;
   return {
     url: urlFor(port, database),
     port,
     startedHere,
     async stop() {
-      if (!isAlive(pid)) return;
-      process.kill(pid, 'SIGINT');
-      await waitForExit(pid);
+      // Whatever server runs on the cluster now: it may have been restarted since we started it.
+      const running = runningServer(clusterDir);
+      if (!running) return;
+      process.kill(running.pid, 'SIGINT');
+      await waitForExit(running.pid);
     },
   };
 }
