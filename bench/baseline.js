@@ -2,7 +2,7 @@
 
 /**
  * The benchmark's reference: the four read routes the benchmark drives, on plain node:http and
- * pg, running the same SQL the service sends (copied from Prisma's query log) and writing the
+ * pg, running the same SQL the service sends and writing the
  * same JSON. No framework, no ORM, no logging: what the service is measured against.
  *
  *   DATABASE_URL=postgresql://... PORT=3001 node bench/baseline.js
@@ -10,22 +10,22 @@
 const http = require('node:http');
 const { Pool } = require('pg');
 
-const COLUMNS =
-  '"public"."bikes"."id", "public"."bikes"."handle", "public"."bikes"."title", "public"."bikes"."product_type", ' +
-  '"public"."bikes"."created_at", "public"."bikes"."description", "public"."bikes"."vendor", ' +
-  '"public"."bikes"."available_for_sale", "public"."bikes"."total_inventory", "public"."bikes"."min_price_amount", ' +
-  '"public"."bikes"."min_price_currency_code", "public"."bikes"."max_price_amount", "public"."bikes"."max_price_currency_code"';
+// Copied from readStatements in src/bikes/repository.ts; bench/run.js checks they are identical.
+const BIKE_COLUMNS =
+  'id, handle, title, product_type AS "productType", created_at AS "createdAt", description, vendor, ' +
+  'available_for_sale AS "availableForSale", total_inventory AS "totalInventory", ' +
+  'min_price_amount AS "minPriceAmount", min_price_currency_code AS "minPriceCurrencyCode", ' +
+  'max_price_amount AS "maxPriceAmount", max_price_currency_code AS "maxPriceCurrencyCode"';
 
 const SQL = {
-  byId: `SELECT ${COLUMNS} FROM "public"."bikes" WHERE ("public"."bikes"."id" = $1 AND 1=1) LIMIT $2 OFFSET $3`,
-  byHandle: `SELECT ${COLUMNS} FROM "public"."bikes" WHERE "public"."bikes"."handle" = $1 ORDER BY "public"."bikes"."seq" ASC LIMIT $2 OFFSET $3`,
-  firstBatch: `SELECT ${COLUMNS}, "public"."bikes"."seq" FROM "public"."bikes" WHERE 1=1 ORDER BY "public"."bikes"."seq" ASC LIMIT $1 OFFSET $2`,
-  nextBatch: `SELECT ${COLUMNS}, "public"."bikes"."seq" FROM "public"."bikes" WHERE "public"."bikes"."seq" > $1 ORDER BY "public"."bikes"."seq" ASC LIMIT $2 OFFSET $3`,
-  firstSearchBatch: `SELECT ${COLUMNS}, "public"."bikes"."seq" FROM "public"."bikes" WHERE "public"."bikes"."title"::text LIKE ('%' || $1 || '%') ORDER BY "public"."bikes"."seq" ASC LIMIT $2 OFFSET $3`,
-  nextSearchBatch: `SELECT ${COLUMNS}, "public"."bikes"."seq" FROM "public"."bikes" WHERE ("public"."bikes"."title"::text LIKE ('%' || $1 || '%') AND "public"."bikes"."seq" > $2) ORDER BY "public"."bikes"."seq" ASC LIMIT $3 OFFSET $4`,
+  byId: `SELECT ${BIKE_COLUMNS} FROM bikes WHERE id = $1`,
+  firstByHandle: `SELECT ${BIKE_COLUMNS} FROM bikes WHERE handle = $1 ORDER BY seq LIMIT 1`,
+  batch: `SELECT ${BIKE_COLUMNS}, seq FROM bikes WHERE seq > $1 ORDER BY seq LIMIT $2`,
+  titleBatch: `SELECT ${BIKE_COLUMNS}, seq FROM bikes WHERE title LIKE $1 AND seq > $2 ORDER BY seq LIMIT $3`,
 };
 
 const BATCH = 1000;
+const BEFORE_FIRST_SEQ = '-9223372036854775808';
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 function toBike(row) {
@@ -33,15 +33,15 @@ function toBike(row) {
     id: row.id,
     handle: row.handle,
     title: row.title,
-    productType: row.product_type,
-    createdAt: row.created_at,
+    productType: row.productType,
+    createdAt: row.createdAt,
     description: row.description,
     vendor: row.vendor,
-    availableForSale: row.available_for_sale,
-    totalInventory: row.total_inventory,
+    availableForSale: row.availableForSale,
+    totalInventory: row.totalInventory,
     priceRange: {
-      minPrice: { amount: row.min_price_amount, currencyCode: row.min_price_currency_code },
-      maxPrice: { amount: row.max_price_amount, currencyCode: row.max_price_currency_code },
+      minPrice: { amount: row.minPriceAmount, currencyCode: row.minPriceCurrencyCode },
+      maxPrice: { amount: row.maxPriceAmount, currencyCode: row.maxPriceCurrencyCode },
     },
   };
 }
@@ -70,12 +70,14 @@ function write(res, text) {
 
 /** Keyset batches of 1000, written as they arrive; the first is read before the status goes out. */
 async function sendArray(pool, res, term) {
-  const first = term
-    ? await pool.query(SQL.firstSearchBatch, [escapeLike(term), BATCH, 0])
-    : await pool.query(SQL.firstBatch, [BATCH, 0]);
+  const pattern = term ? `%${escapeLike(term)}%` : undefined;
+  const batch = (after) =>
+    pattern === undefined
+      ? pool.query(SQL.batch, [after, BATCH])
+      : pool.query(SQL.titleBatch, [pattern, after, BATCH]);
+  let { rows } = await batch(BEFORE_FIRST_SEQ);
   res.writeHead(200, { 'content-type': 'application/json; charset=utf-8' });
   try {
-    let rows = first.rows;
     let text = '[';
     for (;;) {
       if (rows.length > 0) {
@@ -83,10 +85,7 @@ async function sendArray(pool, res, term) {
         text = ',';
       }
       if (rows.length < BATCH) break;
-      const after = rows[rows.length - 1].seq;
-      rows = term
-        ? (await pool.query(SQL.nextSearchBatch, [escapeLike(term), after, BATCH, 0])).rows
-        : (await pool.query(SQL.nextBatch, [after, BATCH, 0])).rows;
+      ({ rows } = await batch(rows[rows.length - 1].seq));
     }
     res.end(text === '[' ? '[]' : ']');
   } catch (err) {
@@ -101,10 +100,10 @@ async function handle(pool, req, res) {
   if (path === '/bikes/all') return sendArray(pool, res, '');
   if (path === '/bikes/search/by-title') return sendArray(pool, res, url.searchParams.get('query') ?? '');
   if (path.startsWith('/bikes/by-handle/')) {
-    return sendOne(pool, res, SQL.byHandle, [decodeURIComponent(path.slice('/bikes/by-handle/'.length)), 1, 0]);
+    return sendOne(pool, res, SQL.firstByHandle, [decodeURIComponent(path.slice('/bikes/by-handle/'.length))]);
   }
   const id = path.slice('/bikes/'.length);
-  if (path.startsWith('/bikes/') && UUID.test(id)) return sendOne(pool, res, SQL.byId, [id.toLowerCase(), 1, 0]);
+  if (path.startsWith('/bikes/') && UUID.test(id)) return sendOne(pool, res, SQL.byId, [id.toLowerCase()]);
   return send(res, 404);
 }
 

@@ -23,6 +23,8 @@ const { seedBikes } = require('./seed');
 const ROOT = path.join(__dirname, '..');
 const { startEmbeddedPostgres } = require(path.join(ROOT, 'dist', 'db', 'embedded-postgres.js'));
 const { migrate } = require(path.join(ROOT, 'dist', 'db', 'migrate.js'));
+const { readStatements } = require(path.join(ROOT, 'dist', 'bikes', 'repository.js'));
+const { SQL: baselineStatements } = require('./baseline');
 
 const TARGETS = { throughput: 0.7, allTime: 1.5, allRssGrowthMb: 60 };
 
@@ -275,7 +277,10 @@ ${table(allRows)}
 }
 
 async function main() {
-  if (!fs.existsSync(path.join(ROOT, 'dist', 'server.js'))) throw new Error('dist/ is missing: run npm run build');
+  // A like-for-like comparison: the baseline must send exactly the statements the service sends.
+  for (const [name, text] of Object.entries(readStatements)) {
+    if (baselineStatements[name] !== text) throw new Error(`bench/baseline.js has a different ${name} statement than the service`);
+  }
   const workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bike-bench-'));
   log(`starting PostgreSQL in ${workDir}`);
   const pg = await startEmbeddedPostgres({ dataDir: workDir, ephemeral: true });
@@ -295,7 +300,7 @@ async function main() {
     await seedBikes(client, COUNT).finally(() => client.end());
     const samples = await pickSamples(pg.url);
 
-    const profileDir = path.join(ROOT, 'bench', 'profiles');
+    const profileDir = path.join(os.tmpdir(), 'bike-bench-profiles');
     const service = await measure(
       'service',
       [...(args['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []), 'dist/server.js'],

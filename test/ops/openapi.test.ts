@@ -104,7 +104,7 @@ describe('GET /openapi.json', () => {
     const db = connectDatabase(svc.databaseUrl, () => undefined);
     try {
       const app = createApp({
-        bikes: createBikeRepository(db.prisma),
+        bikes: createBikeRepository(db),
         tokens: createTokens(svc.jwtSecret),
         logger: pino({ level: 'silent' }),
         readiness: databaseReadiness(db.pool),
