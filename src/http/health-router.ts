@@ -12,10 +12,15 @@ const READINESS_TIMEOUT_MS = 2_000;
  * Ready when PostgreSQL answers and every committed migration is recorded as applied.
  * The migrations are read from disk once: the ones this build of the service expects.
  */
-export function databaseReadiness(pool: Pick<Pool, 'query'>, migrations: Migration[] = readMigrations()): ReadinessCheck {
+export function databaseReadiness(
+  pool: Pick<Pool, 'query'>,
+  migrations: Migration[] = readMigrations(),
+): ReadinessCheck {
   return async () => {
     let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), READINESS_TIMEOUT_MS)));
+    const timeout = new Promise<'timeout'>(
+      (resolve) => (timer = setTimeout(() => resolve('timeout'), READINESS_TIMEOUT_MS)),
+    );
     try {
       const pending = await Promise.race([pendingMigrations(pool, migrations), timeout]);
       if (pending === 'timeout') return { ready: false, reason: 'database not answering' };

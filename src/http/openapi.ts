@@ -41,7 +41,9 @@ function describe(schema: yup.AnySchema): YupDescription {
   return schema.describe() as unknown as YupDescription;
 }
 
-const namedShapes = new Map(NAMED.map(({ name, schema }) => [shapeKey(describe(schema)), `#/components/schemas/${name}`]));
+const namedShapes = new Map(
+  NAMED.map(({ name, schema }) => [shapeKey(describe(schema)), `#/components/schemas/${name}`]),
+);
 
 function fromYup(description: YupDescription, { top = false } = {}): JsonSchema {
   const ref = top ? undefined : namedShapes.get(shapeKey(description));
@@ -143,7 +145,10 @@ function errorResponses(statuses: ErrorStatus[], meanings: Partial<Record<ErrorS
   return Object.fromEntries(
     statuses.map((status) => {
       const [name] = ERRORS[status];
-      return [String(status), meanings[status] ? { ...ref('responses', name), description: meanings[status] } : ref('responses', name)];
+      return [
+        String(status),
+        meanings[status] ? { ...ref('responses', name), description: meanings[status] } : ref('responses', name),
+      ];
     }),
   );
 }
@@ -276,8 +281,7 @@ function buildDocument() {
           tags: ['bikes'],
           operationId: 'searchBikesByTitle',
           summary: 'Search bikes by title',
-          description:
-            'Case-sensitive substring match on the title, oldest first. `%`, `_` and `\\` match themselves.',
+          description: 'Case-sensitive substring match on the title, oldest first. `%`, `_` and `\\` match themselves.',
           parameters: [
             {
               name: 'query',
@@ -290,7 +294,9 @@ function buildDocument() {
           ],
           responses: {
             200: ok('The matching bikes', { type: 'array', items: ref('schemas', 'Bike') }, [EXAMPLE_BIKE]),
-            ...errorResponses([400, 503], { 400: 'A failed search: `query` given more than once, or containing U+0000.' }),
+            ...errorResponses([400, 503], {
+              400: 'A failed search: `query` given more than once, or containing U+0000.',
+            }),
           },
         },
       },
@@ -364,7 +370,9 @@ function buildDocument() {
             description: ERROR_MEANINGS[Number(status) as ErrorStatus],
             headers: {
               ...REQUEST_ID_HEADER,
-              ...(status === '503' && { 'Retry-After': { description: 'Seconds to wait', schema: { type: 'integer' } } }),
+              ...(status === '503' && {
+                'Retry-After': { description: 'Seconds to wait', schema: { type: 'integer' } },
+              }),
             },
             content: { 'text/plain': { schema: { type: 'string' }, example: phrase } },
           },
@@ -374,7 +382,10 @@ function buildDocument() {
         Money: schemaFromYup(moneySchema, 'An amount and its currency.'),
         PriceRange: schemaFromYup(priceRangeSchema, 'The lowest and highest price.'),
         NewBike: schemaFromYup(createBikeSchema, `The eight fields a client sets. ${STRINGS_NOTE}`),
-        BikeReplacement: schemaFromYup(replaceBikeSchema, `All eight fields, plus a non-empty id and handle. ${STRINGS_NOTE}`),
+        BikeReplacement: schemaFromYup(
+          replaceBikeSchema,
+          `All eight fields, plus a non-empty id and handle. ${STRINGS_NOTE}`,
+        ),
         BikePatch: schemaFromYup(patchBikeSchema, `Any subset of the fields, each valid as on create. ${STRINGS_NOTE}`),
         Bike: {
           description: 'A bike as the service returns it: exactly these fields, each as the client sent it.',

@@ -84,7 +84,11 @@ describe('CORS when CORS_ORIGIN names one origin', () => {
   it('when that origin then sends the write with a token, it answers 200 and exposes X-Request-Id to the page', async () => {
     const res = await fetch(`${svc.baseUrl}/bikes/`, {
       method: 'POST',
-      headers: { origin: APP_ORIGIN, authorization: `Bearer ${await token(svc.baseUrl)}`, 'content-type': 'application/json' },
+      headers: {
+        origin: APP_ORIGIN,
+        authorization: `Bearer ${await token(svc.baseUrl)}`,
+        'content-type': 'application/json',
+      },
       body: JSON.stringify(newBike()),
     });
     expect(res.status).toBe(200);
@@ -137,7 +141,10 @@ describe('CORS when CORS_ORIGIN is a list, or *', () => {
       expect(res.headers.get('access-control-allow-origin')).toBe('*');
       const pre = await preflight(svc.baseUrl, '/bikes/00000000-0000-4000-8000-000000000000', OTHER_ORIGIN, 'DELETE');
       expect(pre.status).toBe(204);
-      expect(corsHeaders(pre)).toMatchObject({ 'access-control-allow-origin': '*', 'access-control-allow-methods': expect.stringContaining('DELETE') });
+      expect(corsHeaders(pre)).toMatchObject({
+        'access-control-allow-origin': '*',
+        'access-control-allow-methods': expect.stringContaining('DELETE'),
+      });
     } finally {
       await svc.service.stop();
     }

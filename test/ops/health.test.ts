@@ -10,7 +10,12 @@ import { startTestService, type TestService } from '../support/service';
 async function get(url: string): Promise<{ status: number; type: string | null; body: string; ms: number }> {
   const started = Date.now();
   const res = await fetch(url);
-  return { status: res.status, type: res.headers.get('content-type'), body: await res.text(), ms: Date.now() - started };
+  return {
+    status: res.status,
+    type: res.headers.get('content-type'),
+    body: await res.text(),
+    ms: Date.now() - started,
+  };
 }
 
 async function eventually<T>(probe: () => Promise<T>, done: (value: T) => boolean, timeoutMs: number): Promise<T> {
@@ -48,7 +53,11 @@ describe('GET /healthz and GET /readyz, over a database of their own', () => {
   });
 
   it('GET /readyz: when PostgreSQL answers and every migration is applied, it answers 200 "OK"', async () => {
-    expect(await get(`${svc.baseUrl}/readyz`)).toMatchObject({ status: 200, type: expect.stringMatching(/^text\/plain/), body: 'OK' });
+    expect(await get(`${svc.baseUrl}/readyz`)).toMatchObject({
+      status: 200,
+      type: expect.stringMatching(/^text\/plain/),
+      body: 'OK',
+    });
   });
 
   it('GET /readyz: when a committed migration is not recorded as applied, it answers 503, and 200 once it is', async () => {
@@ -68,7 +77,14 @@ describe('GET /healthz and GET /readyz, over a database of their own', () => {
         client.query(
           `INSERT INTO "_prisma_migrations" (id, checksum, finished_at, migration_name, started_at, applied_steps_count)
            VALUES ($1, $2, $3, $4, $5, $6)`,
-          [latest.id, latest.checksum, latest.finished_at, latest.migration_name, latest.started_at, latest.applied_steps_count],
+          [
+            latest.id,
+            latest.checksum,
+            latest.finished_at,
+            latest.migration_name,
+            latest.started_at,
+            latest.applied_steps_count,
+          ],
         ),
       );
     }
@@ -76,11 +92,18 @@ describe('GET /healthz and GET /readyz, over a database of their own', () => {
   });
 
   it('GET /readyz: when the database has no migration record at all, it answers 503', async () => {
-    await withClient(svc.databaseUrl, (client) => client.query('ALTER TABLE "_prisma_migrations" RENAME TO "_prisma_migrations_away"'));
+    await withClient(svc.databaseUrl, (client) =>
+      client.query('ALTER TABLE "_prisma_migrations" RENAME TO "_prisma_migrations_away"'),
+    );
     try {
-      expect(await get(`${svc.baseUrl}/readyz`)).toMatchObject({ status: 503, body: 'Service Unavailable: migrations not applied' });
+      expect(await get(`${svc.baseUrl}/readyz`)).toMatchObject({
+        status: 503,
+        body: 'Service Unavailable: migrations not applied',
+      });
     } finally {
-      await withClient(svc.databaseUrl, (client) => client.query('ALTER TABLE "_prisma_migrations_away" RENAME TO "_prisma_migrations"'));
+      await withClient(svc.databaseUrl, (client) =>
+        client.query('ALTER TABLE "_prisma_migrations_away" RENAME TO "_prisma_migrations"'),
+      );
     }
     expect(await get(`${svc.baseUrl}/readyz`)).toMatchObject({ status: 200, body: 'OK' });
   });
@@ -113,12 +136,20 @@ describe('GET /readyz while PostgreSQL stops and starts again under the running 
     await postgres?.stop();
     postgres = undefined;
     const down = await get(`${service.baseUrl}/readyz`);
-    expect(down).toMatchObject({ status: 503, type: expect.stringMatching(/^text\/plain/), body: 'Service Unavailable: database not answering' });
+    expect(down).toMatchObject({
+      status: 503,
+      type: expect.stringMatching(/^text\/plain/),
+      body: 'Service Unavailable: database not answering',
+    });
     expect(down.ms).toBeLessThan(3_000);
     expect(await get(`${service.baseUrl}/healthz`)).toMatchObject({ status: 200, body: 'OK' });
 
     postgres = await startEmbeddedPostgres({ dataDir, port, ephemeral: true });
-    const back = await eventually(() => get(`${service.baseUrl}/readyz`), (res) => res.status === 200, 15_000);
+    const back = await eventually(
+      () => get(`${service.baseUrl}/readyz`),
+      (res) => res.status === 200,
+      15_000,
+    );
     expect(back).toMatchObject({ status: 200, body: 'OK' });
 
     const lines = service

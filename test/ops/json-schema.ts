@@ -51,7 +51,8 @@ export function schemaErrors(document: unknown, schema: Schema, value: unknown, 
     if (!matches) return [`${at}: expected ${type}, got ${actual}`];
   }
   if (typeof value === 'string') {
-    if (typeof schema.minLength === 'number' && value.length < schema.minLength) errors.push(`${at}: shorter than ${schema.minLength}`);
+    if (typeof schema.minLength === 'number' && value.length < schema.minLength)
+      errors.push(`${at}: shorter than ${schema.minLength}`);
     if (schema.format === 'uuid' && !UUID.test(value)) errors.push(`${at}: not a UUID`);
   }
   if (Array.isArray(value) && schema.items) {

@@ -22,7 +22,11 @@ interface Operation {
 interface Document {
   openapi: string;
   paths: Record<string, Record<string, Operation>>;
-  components: { schemas: Record<string, Json>; securitySchemes: Record<string, Json>; parameters: Record<string, Json> };
+  components: {
+    schemas: Record<string, Json>;
+    securitySchemes: Record<string, Json>;
+    parameters: Record<string, Json>;
+  };
 }
 
 const METHODS = ['get', 'put', 'post', 'patch', 'delete', 'head', 'options', 'trace'];
@@ -113,7 +117,9 @@ describe('GET /openapi.json', () => {
         .map((middleware) => (middleware as { router?: Router }).router)
         .filter((router): router is Router => router !== undefined);
       const served = routers.flatMap((router) =>
-        router.stack.flatMap((layer) => layer.methods.filter((m) => m !== 'HEAD').map((m) => routeKey(m, String(layer.path)))),
+        router.stack.flatMap((layer) =>
+          layer.methods.filter((m) => m !== 'HEAD').map((m) => routeKey(m, String(layer.path))),
+        ),
       );
       const documented = operations(document).map(({ method, path }) => routeKey(method, path));
 
@@ -126,7 +132,9 @@ describe('GET /openapi.json', () => {
 
   it('gives each operation exactly the statuses the specification and DECISIONS.md allow', () => {
     for (const { operation: op } of operations(document)) {
-      const statuses = Object.keys(op.responses).map(Number).sort((a, b) => a - b);
+      const statuses = Object.keys(op.responses)
+        .map(Number)
+        .sort((a, b) => a - b);
       expect({ operationId: op.operationId, statuses }).toEqual({
         operationId: op.operationId,
         statuses: ALLOWED_STATUSES[op.operationId],
@@ -156,12 +164,18 @@ describe('GET /openapi.json', () => {
 
   it('has 200 examples that match the documented response schemas, and error examples that are the reason phrases', () => {
     for (const { operation: op } of operations(document)) {
-      expect(schemaErrors(document, responseSchema(document, op.operationId), example(document, op.operationId, 'response'))).toEqual([]);
+      expect(
+        schemaErrors(document, responseSchema(document, op.operationId), example(document, op.operationId, 'response')),
+      ).toEqual([]);
     }
-    const errors = document.components as unknown as { responses: Record<string, { content: Record<string, { example: string }> }> };
-    expect(Object.values(errors.responses).map((r) => r.content['text/plain'].example).sort()).toEqual(
-      ['Bad Request', 'Forbidden', 'Not Found', 'Payload Too Large', 'Service Unavailable', 'Unauthorized'],
-    );
+    const errors = document.components as unknown as {
+      responses: Record<string, { content: Record<string, { example: string }> }>;
+    };
+    expect(
+      Object.values(errors.responses)
+        .map((r) => r.content['text/plain'].example)
+        .sort(),
+    ).toEqual(['Bad Request', 'Forbidden', 'Not Found', 'Payload Too Large', 'Service Unavailable', 'Unauthorized']);
   });
 
   it('marks required exactly the bike fields without which a create answers 400, with the types the server checks', async () => {
@@ -174,7 +188,10 @@ describe('GET /openapi.json', () => {
     for (const [field, property] of Object.entries(schema.properties)) {
       const without: Json = { ...valid };
       delete without[field];
-      expect({ field, status: (await api.request('POST', '/bikes/', { body: without })).status }).toEqual({ field, status: 400 });
+      expect({ field, status: (await api.request('POST', '/bikes/', { body: without })).status }).toEqual({
+        field,
+        status: 400,
+      });
       const type = property.$ref ? 'object' : (property.type as string);
       const wrong = { ...valid, [field]: wrongValue[type] };
       expect({ field, type, status: (await api.request('POST', '/bikes/', { body: wrong })).status }).toEqual({
@@ -222,7 +239,11 @@ describe('GET /openapi.json', () => {
         example(document, 'getBikeByHandle', 'response'),
       );
       expect(
-        await replay('searchBikesByTitle', 'GET', `/bikes/search/by-title?query=${encodeURIComponent(queryParam.example as string)}`),
+        await replay(
+          'searchBikesByTitle',
+          'GET',
+          `/bikes/search/by-title?query=${encodeURIComponent(queryParam.example as string)}`,
+        ),
       ).toEqual(example(document, 'searchBikesByTitle', 'response'));
       expect(await replay('listBikes', 'GET', '/bikes/all')).toEqual(example(document, 'listBikes', 'response'));
       expect(await replay('updateBike', 'PATCH', `/bikes/${id}`, example(document, 'updateBike', 'request'))).toEqual(
@@ -245,7 +266,13 @@ describe('GET /openapi.json', () => {
     const badToken = { token: 'not.a.token' };
     const replacement = { ...newBike(), id: bike.id, handle: bike.handle };
 
-    const probes: [operationId: string, method: string, path: string, options: Parameters<typeof api.request>[2], expected: number][] = [
+    const probes: [
+      operationId: string,
+      method: string,
+      path: string,
+      options: Parameters<typeof api.request>[2],
+      expected: number,
+    ][] = [
       ['listBikes', 'GET', '/bikes/all', {}, 200],
       ['getBike', 'GET', `/bikes/${bike.id}`, {}, 200],
       ['getBike', 'GET', `/bikes/${unknownId}`, {}, 404],
@@ -277,7 +304,13 @@ describe('GET /openapi.json', () => {
       ['deleteBike', 'DELETE', `/bikes/${victim.id}`, {}, 404],
       ['issueToken', 'POST', '/api/user', { body: { username: 'probe' }, ...noToken }, 200],
       ['issueToken', 'POST', '/api/user', { body: { username: 5 }, ...noToken }, 400],
-      ['issueToken', 'POST', '/api/user', { body: JSON.stringify({ username: 'x'.repeat(1_100_000) }), ...noToken }, 413],
+      [
+        'issueToken',
+        'POST',
+        '/api/user',
+        { body: JSON.stringify({ username: 'x'.repeat(1_100_000) }), ...noToken },
+        413,
+      ],
     ];
 
     for (const [operationId, method, path, options, expected] of probes) {
@@ -291,14 +324,19 @@ describe('GET /openapi.json', () => {
       });
       if (res.status === 200) {
         expect(res.headers.get('content-type')).toMatch(/^application\/json/);
-        expect({ probe, errors: schemaErrors(document, responseSchema(document, operationId), await res.json()) }).toEqual({
+        expect({
+          probe,
+          errors: schemaErrors(document, responseSchema(document, operationId), await res.json()),
+        }).toEqual({
           probe,
           errors: [],
         });
       } else {
         expect(res.headers.get('content-type')).toMatch(/^text\/plain/);
         const phrase = await res.text();
-        const errorResponse = document.components as unknown as { responses: Record<string, { content: Record<string, { example: string }> }> };
+        const errorResponse = document.components as unknown as {
+          responses: Record<string, { content: Record<string, { example: string }> }>;
+        };
         const ref = (documented[String(res.status)] as { $ref: string }).$ref.split('/').pop() as string;
         expect(phrase).toBe(errorResponse.responses[ref].content['text/plain'].example);
       }

@@ -50,12 +50,19 @@ describe('the request log of the running service (node dist/server.js)', () => {
 
   it('writes one JSON line per request with method, path, status, duration and the request id it echoes, and never a token or secret', async () => {
     const api = client(service.baseUrl);
-    const issued = await api.request('POST', '/api/user', { body: { username: 'log-reader' }, headers: { 'x-request-id': 'client-id-1' } });
+    const issued = await api.request('POST', '/api/user', {
+      body: { username: 'log-reader' },
+      headers: { 'x-request-id': 'client-id-1' },
+    });
     expect(issued.status).toBe(200);
     expect(issued.headers.get('x-request-id')).toBe('client-id-1');
     const { token } = (await issued.json()) as { token: string };
 
-    const created = await api.request('POST', '/bikes/', { body: newBike(), token, headers: { 'x-request-id': 'client-id-2' } });
+    const created = await api.request('POST', '/bikes/', {
+      body: newBike(),
+      token,
+      headers: { 'x-request-id': 'client-id-2' },
+    });
     expect(created.status).toBe(200);
     expect(created.headers.get('x-request-id')).toBe('client-id-2');
     const bike = (await created.json()) as { id: string };
@@ -72,7 +79,11 @@ describe('the request log of the running service (node dist/server.js)', () => {
     expect(replacedId).toMatch(UUID);
 
     const tampered = `${token.slice(0, -4)}AAAA`;
-    const refused = await api.request('PATCH', `/bikes/${bike.id}`, { body: { totalInventory: 1 }, token: tampered, headers: { 'x-request-id': 'client-id-3' } });
+    const refused = await api.request('PATCH', `/bikes/${bike.id}`, {
+      body: { totalInventory: 1 },
+      token: tampered,
+      headers: { 'x-request-id': 'client-id-3' },
+    });
     expect(refused.status).toBe(403);
 
     expect(await lineFor('client-id-1')).toEqual({

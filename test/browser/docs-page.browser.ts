@@ -1,0 +1,129 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { type BrowserContext, chromium, type Page } from 'playwright-core';
+import { spawnService, type ServiceProcess } from '../support/process';
+
+/**
+ * GET /docs opened in a real headless Chromium (Debian's package, driven by playwright-core),
+ * against the built service started as `npm start` starts it: embedded PostgreSQL, fresh data
+ * directory. Set DOCS_BASE_URL to check an already running service instead.
+ */
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const SCREENSHOT = path.join(os.tmpdir(), 'bike-catalog-docs.png');
+const SCREENSHOT_EXPANDED = path.join(os.tmpdir(), 'bike-catalog-docs-create.png');
+
+/** The nine operations of the specification, as Swagger UI shows them. */
+const NINE_OPERATIONS = [
+  'GET /bikes/all',
+  'GET /bikes/{id}',
+  'GET /bikes/by-handle/{handle}',
+  'GET /bikes/search/by-title',
+  'POST /bikes/',
+  'PUT /bikes/{id}',
+  'PATCH /bikes/{id}',
+  'DELETE /bikes/{id}',
+  'POST /api/user',
+];
+
+describe('GET /docs in headless Chromium', () => {
+  const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'bike-catalog-browser-'));
+  // The embedded PostgreSQL runs as the postgres user when we are root: it must reach data/.
+  fs.chmodSync(scratch, 0o711);
+  let service: ServiceProcess | undefined;
+  let baseUrl: string;
+  let browser: BrowserContext;
+  let page: Page;
+  const consoleErrors: string[] = [];
+  const failedRequests: string[] = [];
+  const requested: string[] = [];
+
+  beforeAll(async () => {
+    if (process.env.DOCS_BASE_URL) {
+      baseUrl = process.env.DOCS_BASE_URL.replace(/\/$/, '');
+    } else {
+      service = await spawnService({ DATA_DIR: path.join(scratch, 'data') }, 90_000);
+      baseUrl = service.baseUrl;
+    }
+    // A fresh profile each run (Playwright passes it to Chromium as --user-data-dir, and adds --headless).
+    browser = await chromium.launchPersistentContext(path.join(scratch, 'profile'), {
+      executablePath: CHROMIUM,
+      headless: true,
+      args: [
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
+      viewport: { width: 1280, height: 900 },
+    });
+    page = browser.pages()[0] ?? (await browser.newPage());
+    page.on('console', (message) => {
+      if (message.type() === 'error') consoleErrors.push(message.text());
+    });
+    page.on('pageerror', (err) => consoleErrors.push(err.message));
+    page.on('request', (request) => requested.push(request.url()));
+    page.on('requestfailed', (request) => failedRequests.push(`${request.url()}: ${request.failure()?.errorText}`));
+    page.on('response', (response) => {
+      if (response.status() >= 400) failedRequests.push(`${response.url()}: ${response.status()}`);
+    });
+
+    const res = await page.goto(`${baseUrl}/docs`);
+    expect(res?.status()).toBe(200);
+    // Swagger UI renders the operations once it has fetched and read /openapi.json.
+    await page
+      .locator('.opblock')
+      .nth(NINE_OPERATIONS.length - 1)
+      .waitFor({ timeout: 30_000 });
+  }, 120_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    if (service) {
+      service.child.kill('SIGTERM');
+      await service.exited;
+    }
+    fs.rmSync(scratch, { recursive: true, force: true });
+  }, 30_000);
+
+  it('lists exactly the nine operations of the specification', async () => {
+    const listed = await page.$$eval('.opblock-summary', (summaries) =>
+      summaries.map((summary) => {
+        const method = summary.querySelector('.opblock-summary-method')?.textContent?.trim() ?? '';
+        const route = summary.querySelector('.opblock-summary-path')?.getAttribute('data-path') ?? '';
+        return `${method} ${route}`;
+      }),
+    );
+    expect([...listed].sort()).toEqual([...NINE_OPERATIONS].sort());
+    await page.screenshot({ path: SCREENSHOT, fullPage: true });
+  });
+
+  it('shows the title from /openapi.json, and no error from reading the document', async () => {
+    await expect(page.locator('.info .title').innerText()).resolves.toMatch(/^Bike catalog/);
+    expect(await page.locator('.errors-wrapper').count()).toBe(0);
+  });
+
+  it('shows the documented example body and the lock of the bearer scheme when "Create a bike" is opened', async () => {
+    const create = page.locator('#operations-bikes-createBike');
+    await create.locator('.opblock-summary').first().click();
+    await expect(create.locator('.body-param__example, .microlight').first().innerText()).resolves.toContain(
+      'Hybrid Bicycle Sentra',
+    );
+    expect(await create.locator('.authorization__btn').count()).toBeGreaterThan(0);
+    await create.screenshot({ path: SCREENSHOT_EXPANDED });
+  });
+
+  it('loads everything from the service itself (no CDN), with no failed request and no console error', () => {
+    const origin = new URL(baseUrl).origin;
+    expect(requested.filter((url) => !url.startsWith(`${origin}/`) && !url.startsWith('data:'))).toEqual([]);
+    expect(requested).toEqual(
+      expect.arrayContaining([`${origin}/openapi.json`, `${origin}/docs/swagger-ui-bundle.js`]),
+    );
+    expect(failedRequests).toEqual([]);
+    expect(consoleErrors).toEqual([]);
+  });
+});

@@ -1,0 +1,13 @@
+/**
+ * npm run test:browser: the docs page in a real headless Chromium. Apart from `npm test`
+ * because it needs Debian's chromium (test/browser/ensure-chromium.sh installs it).
+ * @type {import('jest').Config}
+ */
+module.exports = {
+  rootDir: '../..',
+  testEnvironment: 'node',
+  roots: ['<rootDir>/test/browser'],
+  testMatch: ['**/*.browser.ts'],
+  transform: { '^.+\\.ts$': ['ts-jest', { tsconfig: 'test/tsconfig.json' }] },
+  testTimeout: 120_000,
+};

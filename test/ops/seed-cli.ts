@@ -1,0 +1,28 @@
+import { execFile } from 'node:child_process';
+import path from 'node:path';
+
+const ROOT = path.join(__dirname, '..', '..');
+
+export interface SeedRun {
+  code: number;
+  output: string;
+}
+
+/**
+ * Runs the built seeding command (`node dist/cli/seed.js`, what `npm run db:seed` runs after
+ * building) with only the database settings given here.
+ */
+export function runSeed(args: string[], env: Record<string, string>): Promise<SeedRun> {
+  const { DATABASE_URL: _url, JWT_SECRET: _secret, DATA_DIR: _dir, ...inherited } = process.env;
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      [path.join(ROOT, 'dist', 'cli', 'seed.js'), ...args],
+      { cwd: ROOT, env: { ...inherited, LOG_LEVEL: 'info', ...env }, timeout: 120_000 },
+      (err, stdout, stderr) => {
+        const code = err ? (typeof err.code === 'number' ? err.code : 1) : 0;
+        resolve({ code, output: stdout + stderr });
+      },
+    );
+  });
+}
