@@ -1,0 +1,49 @@
+// ESLint flat config: `npm run lint` runs ESLint, then Prettier (formatting is Prettier's job,
+// so eslint-config-prettier switches off the stylistic rules that would fight it).
+const { defineConfig, globalIgnores } = require('eslint/config');
+const js = require('@eslint/js');
+const tseslint = require('typescript-eslint');
+const prettier = require('eslint-config-prettier');
+
+// The Node.js globals the plain-JavaScript files (configs, bench/) use.
+const nodeGlobals = Object.fromEntries(
+  [
+    'AbortController',
+    'Buffer',
+    'URL',
+    'URLSearchParams',
+    '__dirname',
+    '__filename',
+    'clearImmediate',
+    'clearInterval',
+    'clearTimeout',
+    'console',
+    'fetch',
+    'performance',
+    'process',
+    'setImmediate',
+    'setInterval',
+    'setTimeout',
+  ].map((name) => [name, 'readonly']),
+);
+
+module.exports = defineConfig([
+  globalIgnores(['dist/', 'coverage/', '.data/', 'src/generated/']),
+  js.configs.recommended,
+  tseslint.configs.recommended,
+  {
+    rules: {
+      // A leading underscore marks a value left unused on purpose (`const { a: _a, ...rest } = x`).
+      '@typescript-eslint/no-unused-vars': [
+        'error',
+        { argsIgnorePattern: '^_', varsIgnorePattern: '^_', caughtErrors: 'none', ignoreRestSiblings: true },
+      ],
+    },
+  },
+  {
+    files: ['**/*.js'],
+    languageOptions: { sourceType: 'commonjs', globals: nodeGlobals },
+    rules: { '@typescript-eslint/no-require-imports': 'off' },
+  },
+  prettier,
+]);
