@@ -93,7 +93,7 @@ describe('reporting SQL against a seeded catalog', () => {
         highest_price: Math.max(...group.map((b) => b.priceRange.maxPrice.amount)),
       };
     });
-    const received = rows.map((row) => ({ ...row, bikes: Number(row.bikes) }));
+    const received: Row[] = rows.map((row) => ({ ...row, bikes: Number(row.bikes) }));
     const key = (row: Row) => JSON.stringify([row.vendor, row.product_type, row.currency]);
     expect([...received].sort(byKey(key))).toEqual([...expected].sort(byKey(key)));
     expect(new Set(rows.map(key)).size).toBe(rows.length);
