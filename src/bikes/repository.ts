@@ -94,7 +94,7 @@ const BIKE_COLUMNS =
 export const readStatements = {
   /** On the primary key. */
   byId: `SELECT ${BIKE_COLUMNS} FROM bikes WHERE id = $1`,
-  /** On bikes_handle_seq_idx: the first match in insertion order without a sort. */
+  /** On bikes_handle_idx (hash; a b-tree cannot hold long handles): the oldest of the rows with that handle. */
   firstByHandle: `SELECT ${BIKE_COLUMNS} FROM bikes WHERE handle = $1 ORDER BY seq LIMIT 1`,
   /** Keyset pagination on bikes_seq_key: every batch is one index range scan. */
   batch: `SELECT ${BIKE_COLUMNS}, seq FROM bikes WHERE seq > $1 ORDER BY seq LIMIT $2`,
