@@ -8,9 +8,17 @@ import type { BikeFields, BikePatch } from './bike';
  * Infinity, which could not be read back as sent).
  */
 
+/**
+ * yup's default type-error message prints the offending value with JSON.stringify, which
+ * overflows the stack on a deeply nested body ([[[...]]]) and turned a 400 into a 500. Every
+ * type check here uses this fixed message instead.
+ */
+const WRONG_TYPE = '${path} has the wrong type';
+
 const text = () =>
   yup
     .string()
+    .typeError(WRONG_TYPE)
     .strict()
     .defined()
     .test('storable', '${path} contains U+0000 or a lone surrogate', (value) =>
@@ -20,6 +28,7 @@ const text = () =>
 const finiteNumber = () =>
   yup
     .number()
+    .typeError(WRONG_TYPE)
     .strict()
     .defined()
     .test('finite', '${path} must be a finite number', (value) => value === undefined || Number.isFinite(value));
@@ -29,6 +38,7 @@ export const moneySchema = yup
     amount: finiteNumber(),
     currencyCode: text(),
   })
+  .typeError(WRONG_TYPE)
   .strict()
   .defined();
 
@@ -37,6 +47,7 @@ export const priceRangeSchema = yup
     minPrice: moneySchema,
     maxPrice: moneySchema,
   })
+  .typeError(WRONG_TYPE)
   .strict()
   .defined();
 
@@ -46,13 +57,13 @@ const clientFields = {
   createdAt: text(),
   description: text(),
   vendor: text(),
-  availableForSale: yup.boolean().strict().defined(),
+  availableForSale: yup.boolean().typeError(WRONG_TYPE).strict().defined(),
   totalInventory: finiteNumber(),
   priceRange: priceRangeSchema,
 };
 
 /** POST /bikes/: the eight client fields. A body id or handle is ignored. */
-export const createBikeSchema = yup.object(clientFields).strict().defined();
+export const createBikeSchema = yup.object(clientFields).typeError(WRONG_TYPE).strict().defined();
 
 /** PUT /bikes/<id>: the eight client fields plus a truthy id and handle. */
 export const replaceBikeSchema = yup
@@ -61,6 +72,7 @@ export const replaceBikeSchema = yup
     id: text().min(1),
     handle: text().min(1),
   })
+  .typeError(WRONG_TYPE)
   .strict()
   .defined();
 
@@ -70,6 +82,7 @@ export const patchBikeSchema = yup
     ...Object.fromEntries(Object.entries(clientFields).map(([key, schema]) => [key, schema.optional()])),
     handle: text().optional(),
   })
+  .typeError(WRONG_TYPE)
   .strict()
   .defined();
 
