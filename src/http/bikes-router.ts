@@ -54,6 +54,10 @@ export function bikesRouter(bikes: BikeRepository, tokens: Tokens): Router {
   const router = new Router({ prefix: '/bikes' });
   const auth = requireToken(tokens);
 
+  // "all" names the list, never a bike: the id routes pass /bikes/all by without answering, so
+  // any method but GET and HEAD there is a 405 (see methodNotAllowed), not a 401 or a 404.
+  router.param('id', (id, _ctx, next) => (id.toLowerCase() === 'all' ? undefined : next()));
+
   router.get('/all', async (ctx) => {
     await sendBikeArray(ctx, bikes.listInBatches());
   });

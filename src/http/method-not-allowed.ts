@@ -5,15 +5,17 @@ import { HttpError } from './errors';
 /**
  * A known path asked with a method it does not serve gets 405 and an Allow header; OPTIONS gets
  * 204 and the same header. (Used instead of the router's allowedMethods(), which answers
- * methods the router does not know with 501.)
+ * methods the router does not know with 501.) Where a literal path and a parameter both match,
+ * the literal one wins: /bikes/all is the list (GET, HEAD), not /bikes/:id with the id "all".
  */
 export function methodNotAllowed(): Koa.Middleware {
   return async (ctx, next) => {
     await next();
-    const matched = (ctx as unknown as RouterContext).matched ?? [];
+    const matched = ((ctx as unknown as RouterContext).matched ?? []).filter((layer) => layer.methods.length > 0);
     if (ctx.status !== 404 || ctx.body != null || matched.length === 0) return;
-    const allowed = [...new Set(matched.flatMap((layer) => layer.methods))];
-    if (allowed.length === 0) return;
+    const fewestParams = Math.min(...matched.map((layer) => layer.paramNames.length));
+    const mostSpecific = matched.filter((layer) => layer.paramNames.length === fewestParams);
+    const allowed = [...new Set(mostSpecific.flatMap((layer) => layer.methods))];
     const allow = allowed.join(', ');
     if (ctx.method === 'OPTIONS') {
       ctx.status = 204;
