@@ -22,6 +22,8 @@ export function readBody(invalidStatus: number): Koa.Middleware {
     jsonLimit: BODY_LIMIT,
     formLimit: BODY_LIMIT,
     strict: true,
+    // A "__proto__" key is dropped rather than refused: like any unknown field it is ignored.
+    ...({ onProtoPoisoning: 'remove' } as object),
     onerror(err: Error & { status?: number }) {
       if (err.status === 413) throw tooLarge();
       throw new HttpError(invalidStatus);
