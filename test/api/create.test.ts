@@ -68,6 +68,35 @@ describe('POST /bikes/ (create)', () => {
       expect((await api.byHandle('my-own-handle')).status).toBe(404);
     });
 
+    it.each([12345, null, true, { nested: 1 }, ''])('ignores a body id of any type (%p)', async (id) => {
+      const fields = newBike();
+      const res = await api.request('POST', '/bikes/', { json: { ...fields, id, handle: id } });
+      expect(res.status).toBe(200);
+      const bike = res.json<Bike>();
+      expect(bike.id).toMatch(UUID_V4);
+      expect(bike).toEqual(expectedBike(fields, bike.id, fields.title.replaceAll(' ', '-').toLowerCase()));
+    });
+
+    it('stores a very long title whole, and finds the bike by its handle and by title', async () => {
+      const title = `Long ${'Title '.repeat(15_000)}${Date.now()}`; // 90 KB: far past a b-tree entry, within a URL
+      const bike = await api.create(newBike({ title }));
+      expect(bike.title).toBe(title);
+      expect(bike.handle).toBe(title.replaceAll(' ', '-').toLowerCase());
+      expect((await api.byHandle(bike.handle)).json()).toEqual(bike);
+      expect(await api.search(title)).toEqual([bike]);
+    });
+
+    it('does not normalise Unicode: composed and decomposed forms stay as sent', async () => {
+      const composed = `Caf\u00e9 ${Date.now()}`;
+      const decomposed = composed.normalize('NFD');
+      const a = await api.create(newBike({ title: composed }));
+      const b = await api.create(newBike({ title: decomposed }));
+      expect((await api.find(a.id))?.title).toBe(composed);
+      expect((await api.find(b.id))?.title).toBe(decomposed);
+      expect(await api.search(composed)).toEqual([a]);
+      expect(await api.search(decomposed)).toEqual([b]);
+    });
+
     it('ignores unknown fields, top-level and nested: they are neither stored nor returned', async () => {
       const fields = newBike();
       const body = {

@@ -88,6 +88,21 @@ describe('PATCH /bikes/<id> (partial update)', () => {
       expect(await api.find(bodyId)).toBeNull();
     });
 
+    it.each([12345, null, true, '', 'not-a-uuid'])('ignores a body id of any type or form (%p)', async (id) => {
+      const bike = await api.create();
+      const res = await api.request('PATCH', `/bikes/${bike.id}`, { json: { id, vendor: 'Still Me' } });
+      expect(res.status).toBe(200);
+      expect(res.json()).toEqual({ ...bike, vendor: 'Still Me' });
+      expect(await api.find(bike.id)).toEqual({ ...bike, vendor: 'Still Me' });
+    });
+
+    it('writes an empty handle as given', async () => {
+      const bike = await api.create();
+      const res = await api.request('PATCH', `/bikes/${bike.id}`, { json: { handle: '' } });
+      expect(res.status).toBe(200);
+      expect(await api.find(bike.id)).toEqual({ ...bike, handle: '' });
+    });
+
     it('ignores unknown fields: they are neither stored nor returned', async () => {
       const bike = await api.create();
       const res = await api.request('PATCH', `/bikes/${bike.id}`, { json: { color: 'red', seq: 1, vendor: 'Known' } });
