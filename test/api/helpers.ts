@@ -1,9 +1,11 @@
 import http from 'node:http';
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import jwt from 'jsonwebtoken';
 import type { Bike, BikeFields } from '../../src/bikes/bike';
 import { newBike } from '../support/bikes';
-import { startTestService, type TestService } from '../support/service';
+import { createTestDatabase } from '../support/databases';
+import { spawnService } from '../support/process';
+import { startTestService } from '../support/service';
 
 /**
  * Shared by the black-box API tests: a service per test file, a small HTTP client that can send
@@ -84,21 +86,56 @@ async function toReply(res: Response): Promise<Reply> {
   return { status: res.status, headers: res.headers, text, json: <T>() => JSON.parse(text) as T };
 }
 
+interface Target {
+  baseUrl: string;
+  jwtSecret: string;
+  stop(): Promise<void>;
+}
+
+/**
+ * The service under test, over its own fresh database: in this process by default, or, with
+ * API_TEST_TARGET=process, the built `node dist/server.js` (what `npm start` runs) as a child
+ * process, so the same suite also checks the process wrapper (build dist/ first).
+ */
+async function startTarget(): Promise<Target> {
+  if (process.env.API_TEST_TARGET !== 'process') return startTestService();
+  const jwtSecret = randomBytes(32).toString('base64url');
+  const proc = await spawnService({ DATABASE_URL: await createTestDatabase(), JWT_SECRET: jwtSecret, LOG_LEVEL: 'warn' });
+  return {
+    baseUrl: proc.baseUrl,
+    jwtSecret,
+    async stop() {
+      proc.child.kill('SIGTERM');
+      await proc.exited;
+    },
+  };
+}
+
+async function issueToken(baseUrl: string): Promise<string> {
+  const res = await fetch(`${baseUrl}/api/user`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ username: 'tester' }),
+  });
+  if (res.status !== 200) throw new Error(`token endpoint answered ${res.status}`);
+  return ((await res.json()) as { token: string }).token;
+}
+
 /**
  * Starts one service over its own fresh database for the enclosing describe block (or file) and
  * stops it afterwards. The returned object is usable inside tests and hooks.
  */
 export function useApi(): Api {
-  let svc: TestService | undefined;
+  let svc: Target | undefined;
   let token = '';
   beforeAll(async () => {
-    svc = await startTestService();
-    token = await svc.token();
+    svc = await startTarget();
+    token = await issueToken(svc.baseUrl);
   });
   afterAll(async () => {
     await svc?.stop();
   });
-  const started = (): TestService => {
+  const started = (): Target => {
     if (!svc) throw new Error('the service is not started');
     return svc;
   };
