@@ -24,9 +24,10 @@ export function readBody(invalidStatus: number): Koa.Middleware {
     strict: true,
     // A "__proto__" key is dropped rather than refused: like any unknown field it is ignored.
     ...({ onProtoPoisoning: 'remove' } as object),
-    onerror(err: Error & { status?: number }) {
+    onerror(err: Error & { status?: number }, ctx: Koa.Context) {
       if (err.status === 413) throw tooLarge();
-      throw new HttpError(invalidStatus);
+      // A body abandoned half-read (bad gzip, bad charset) cannot be told from the next request.
+      throw new HttpError(invalidStatus, ctx.req.complete ? {} : { Connection: 'close' });
     },
   });
   return async (ctx, next) => {

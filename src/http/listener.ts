@@ -1,4 +1,4 @@
-import http from 'node:http';
+import http, { STATUS_CODES } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 
 /**
@@ -33,15 +33,81 @@ export interface Listener {
 
 type Handler = (req: http.IncomingMessage, res: http.ServerResponse) => void;
 
+/** How long a closing connection keeps reading (and dropping) what its client still sends. */
+const LINGER_MS = 2_000;
+const lingering = new WeakSet<Socket>();
+
+/**
+ * Closes a connection so that its client can read the last response: our FIN goes out after
+ * the response, and whatever the client still sends (the rest of a refused body) is read and
+ * dropped until it closes too, or for 2 s. Closing at once with unread bytes makes the kernel
+ * answer with a reset, which can discard the response from the client's buffers before the
+ * client has read it: the client then sees a dropped connection instead of a 413 or a 431.
+ */
+function lingeringClose(socket: Socket): void {
+  if (lingering.has(socket) || socket.destroyed) return;
+  lingering.add(socket);
+  // Node's HTTP parser stops here: the rest is not a request.
+  socket.removeAllListeners('data');
+  socket.on('data', () => undefined);
+  socket.on('error', () => socket.destroy());
+  socket.once('end', () => socket.destroy());
+  const timer = setTimeout(() => socket.destroy(), LINGER_MS);
+  socket.once('close', () => clearTimeout(timer));
+  socket.end();
+  socket.resume();
+}
+
+/** Node's answers to requests its parser refuses, sent the same way, but closed lingeringly. */
+function clientErrorStatus(code: string | undefined): number {
+  if (code === 'HPE_HEADER_OVERFLOW') return 431;
+  if (code === 'HPE_CHUNK_EXTENSIONS_OVERFLOW') return 413;
+  if (code === 'ERR_HTTP_REQUEST_TIMEOUT') return 408;
+  return 400;
+}
+
+/**
+ * A request whose Transfer-Encoding does not end in chunked has no knowable length: RFC 9112
+ * (6.3) has the server answer 400 and close. Node's parser instead reads its body to the end
+ * of the connection, swallowing the client's next requests.
+ */
+function refuseUnframed(req: http.IncomingMessage, res: http.ServerResponse): boolean {
+  const transferEncoding = req.headers['transfer-encoding'];
+  if (transferEncoding === undefined || /(^|,)\s*chunked\s*$/i.test(transferEncoding)) return false;
+  res.shouldKeepAlive = false;
+  res.writeHead(400, { 'Content-Type': 'text/plain; charset=utf-8', 'Content-Length': '11' }).end('Bad Request');
+  return true;
+}
+
+function onClientError(err: NodeJS.ErrnoException, socket: Socket): void {
+  const inFlight = (socket as Socket & { _httpMessage?: http.ServerResponse })._httpMessage;
+  if (lingering.has(socket) || !socket.writable || err.code === 'ECONNRESET' || inFlight?.headersSent) {
+    socket.destroy();
+    return;
+  }
+  const status = clientErrorStatus(err.code);
+  socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
+  // A response the app has not started yet must not write after this: end it here as node does.
+  if (inFlight) socket.destroy();
+  else lingeringClose(socket);
+}
+
 export async function listen(handler: Handler, port: number): Promise<Listener> {
   let closing = false;
   const open = new Set<http.ServerResponse>();
 
-  const handle: Handler = (req, res) => {
+  /** What every response gets before anyone answers: false when it was answered here. */
+  const prepare = (req: http.IncomingMessage, res: http.ServerResponse): boolean => {
+    if (refuseUnframed(req, res)) return false;
     open.add(res);
     res.once('close', () => open.delete(res));
-    if (closing) res.shouldKeepAlive = false;
-    handler(req, res);
+    // We never switch protocols; and after a request that asked to, node's parser does not
+    // reliably read the next one on the same connection: the client gets a fresh connection.
+    if (closing || req.headers.upgrade !== undefined) res.shouldKeepAlive = false;
+    return true;
+  };
+  const handle: Handler = (req, res) => {
+    if (prepare(req, res)) handler(req, res);
   };
 
   const server = http.createServer(
@@ -55,6 +121,15 @@ export async function listen(handler: Handler, port: number): Promise<Listener> 
     handle,
   );
   server.setTimeout(LIMITS.socketIdleTimeout);
+  server.on('clientError', onClientError);
+  // An Expect other than 100-continue: 417, as node answers it, but never to an unframed request.
+  server.on('checkExpectation', (req: http.IncomingMessage, res: http.ServerResponse) => {
+    if (prepare(req, res)) res.writeHead(417, { 'Content-Length': '0' }).end();
+  });
+  // Node ends a connection after a `Connection: close` response with destroySoon(): linger instead.
+  server.on('connection', (socket: Socket) => {
+    socket.destroySoon = () => lingeringClose(socket);
+  });
 
   // Node passes CONNECT requests to this event and drops the connection when nobody listens.
   // The app answers them like any other request (404 or 405), then the connection closes.
@@ -66,7 +141,7 @@ export async function listen(handler: Handler, port: number): Promise<Listener> 
     res.assignSocket(socket);
     res.once('finish', () => {
       res.detachSocket(socket);
-      socket.destroySoon();
+      lingeringClose(socket);
     });
     handle(req, res);
   });

@@ -1,0 +1,112 @@
+/**
+ * Which statuses the specification and DECISIONS.md allow for each route, written down once so
+ * the fuzz test can judge any request, however odd.
+ *
+ * | Route                         | Method     | Allowed                          | Why                                                                   |
+ * |-------------------------------|------------|----------------------------------|-----------------------------------------------------------------------|
+ * | /bikes/all                    | GET, HEAD  | 200                              | spec 1                                                                |
+ * | /bikes/search/by-title        | GET, HEAD  | 200, 400                         | spec 4; DECISIONS 5 (repeated `query`, U+0000: 400)                   |
+ * | /bikes/by-handle/:handle      | GET, HEAD  | 200, 404                         | spec 3                                                                |
+ * | /bikes/:id                    | GET, HEAD  | 200, 404                         | spec 2; DECISIONS 6 (not a UUID: 404)                                 |
+ * | /bikes, /bikes/               | POST       | 200, 400, 401, 403, 413          | spec 5 and Authentication; DECISIONS 12 (over 1 MB: 413)              |
+ * | /bikes/:id                    | PUT        | 200, 401, 403, 404, 413          | spec 6 (every failure 404); DECISIONS 8, 11, 12                       |
+ * | /bikes/:id                    | PATCH      | 200, 400, 401, 403, 404, 413     | spec 7; DECISIONS 9, 11, 12                                           |
+ * | /bikes/:id                    | DELETE     | 200, 401, 403, 404               | spec 8; DECISIONS 10                                                  |
+ * | /api/user                     | POST       | 200, 400, 413                    | spec 9; DECISIONS 12, 13                                              |
+ * | /healthz /readyz /openapi.json /docs /docs/swagger-initializer.js | GET, HEAD | 200 | operations routes (the database is up during the fuzz run)   |
+ * | /docs/:asset                  | GET, HEAD  | 200, 404                         | a Swagger UI file, or none                                            |
+ * | /bikes/all spelled otherwise  | any        | GET: 200, 404, 405; else 405     | "all" names the list, never a bike (/bikes/%61ll, /bikes/ALL)         |
+ * | a known path, another method  | any        | 405 (OPTIONS: 204)               | DECISIONS 15                                                          |
+ * | any path                      | any        | 404                              | unknown path; a path that is not valid percent-encoding (DECISIONS 6) |
+ *
+ * And, whatever the route:
+ * - On a protected route (POST /bikes, PUT/PATCH/DELETE /bikes/:id) a request with no token gets
+ *   exactly 401 and one with a token that fails verification exactly 403: the token is checked
+ *   first (spec: order of checks; DECISIONS 12).
+ * - Requests node's HTTP parser refuses before the app sees them (a method that is not a token,
+ *   bad header bytes, both Content-Length and Transfer-Encoding, a request line and headers over
+ *   256 KB, an Expect it does not know) are answered by node itself, without the X-Request-Id
+ *   the app puts on every response: 400, 431 or 417.
+ * - Never a 5xx: the database is up.
+ */
+
+export const NODE_STATUSES = new Set([400, 417, 431]);
+
+type Table = Partial<Record<'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE', number[]>>;
+
+interface Route {
+  pattern: RegExp;
+  methods: Table;
+  /** Methods that need a token. */
+  protected?: string[];
+}
+
+const READ = (statuses: number[]): Table => ({ GET: statuses });
+
+export const ROUTES: Route[] = [
+  { pattern: /^\/bikes\/all$/, methods: READ([200]) },
+  { pattern: /^\/bikes\/search\/by-title$/, methods: READ([200, 400]) },
+  { pattern: /^\/bikes\/by-handle\/[^/]+$/, methods: READ([200, 404]) },
+  {
+    pattern: /^\/bikes\/[^/]+$/,
+    methods: { GET: [200, 404], PUT: [200, 401, 403, 404, 413], PATCH: [200, 400, 401, 403, 404, 413], DELETE: [200, 401, 403, 404] },
+    protected: ['PUT', 'PATCH', 'DELETE'],
+  },
+  { pattern: /^\/bikes$/, methods: { POST: [200, 400, 401, 403, 413] }, protected: ['POST'] },
+  { pattern: /^\/api\/user$/, methods: { POST: [200, 400, 413] } },
+  { pattern: /^\/(healthz|readyz|openapi\.json|docs|docs\/swagger-initializer\.js)$/, methods: READ([200]) },
+  { pattern: /^\/docs\/[^/]+$/, methods: READ([200, 404]) },
+];
+
+export interface Expectation {
+  allowed: Set<number>;
+  /** When the rules above pin the answer down to one status. */
+  exact?: number;
+  /** The route that will answer, when one matches and serves the method. */
+  route?: Route;
+  /** The path as the router sees it (lower case, no trailing slash, no query). */
+  path: string;
+}
+
+/** The path of a request target as Koa's router matches it. */
+export function routedPath(target: string): string {
+  let path = target.replace(/^https?:\/\/[^/]*/i, '');
+  const query = path.indexOf('?');
+  if (query >= 0) path = path.slice(0, query);
+  path = path.toLowerCase();
+  if (path.length > 1 && path.endsWith('/')) path = path.slice(0, -1);
+  return path;
+}
+
+function validPercentEncoding(path: string): boolean {
+  try {
+    decodeURIComponent(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export function expectationFor(method: string, target: string, auth: 'valid' | 'missing' | 'invalid'): Expectation {
+  const path = routedPath(target);
+  const allowed = new Set<number>([404]);
+  if (!validPercentEncoding(path)) return { allowed, exact: 404, path };
+  const asMethod = (method === 'HEAD' ? 'GET' : method) as keyof Table;
+  // "all" names the list, never a bike, however it is spelled (/bikes/%61ll): the id routes
+  // let it pass, so it is the list's GET or a 405.
+  if (/^\/bikes\/[^/]+$/.test(path) && decodeURIComponent(path.slice('/bikes/'.length)).toLowerCase() === 'all') {
+    return { allowed: new Set(asMethod === 'GET' ? [200, 404, 405] : [404, method === 'OPTIONS' ? 204 : 405]), path };
+  }
+  const matching = ROUTES.filter((route) => route.pattern.test(path));
+  const serving = matching.find((route) => route.methods[asMethod]);
+  for (const route of matching) {
+    const statuses = route.methods[asMethod];
+    if (statuses) statuses.forEach((s) => allowed.add(s));
+    else allowed.add(method === 'OPTIONS' ? 204 : 405);
+  }
+  if (serving?.protected?.includes(asMethod)) {
+    if (auth === 'missing') return { allowed: new Set([401]), exact: 401, route: serving, path };
+    if (auth === 'invalid') return { allowed: new Set([403]), exact: 403, route: serving, path };
+  }
+  return { allowed, route: serving, path };
+}
