@@ -21,8 +21,10 @@ const text = () =>
     .typeError(WRONG_TYPE)
     .strict()
     .defined()
-    .test('storable', '${path} contains U+0000 or a lone surrogate', (value) =>
-      value === undefined || (!value.includes('\u0000') && value.isWellFormed()),
+    .test(
+      'storable',
+      '${path} contains U+0000 or a lone surrogate',
+      (value) => value === undefined || (!value.includes('\u0000') && value.isWellFormed()),
     );
 
 const finiteNumber = () =>

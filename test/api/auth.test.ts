@@ -65,7 +65,8 @@ describe('authentication', () => {
     ];
 
     it.each(each(headers))('%s with %j', async (name, [, header]) => {
-      const options: RequestOptions = header === null ? { token: null } : { authorization: header.replace('__TOKEN__', api.token) };
+      const options: RequestOptions =
+        header === null ? { token: null } : { authorization: header.replace('__TOKEN__', api.token) };
       const { status, changed } = await find(name).send(options);
       expect(status).toBe(401);
       expect(changed).toBe(false);
@@ -76,19 +77,39 @@ describe('authentication', () => {
     const badTokens: Array<[string, (api: Api) => string]> = [
       ['garbage', () => 'garbage'],
       ['three dots', () => 'a.b.c'],
-      ['a tampered payload', (a) => {
-        const [h, , s] = a.token.split('.');
-        const payload = Buffer.from(JSON.stringify({ username: 'mallory', iat: nowSeconds(), exp: nowSeconds() + 1800 })).toString('base64url');
-        return `${h}.${payload}.${s}`;
-      }],
+      [
+        'a tampered payload',
+        (a) => {
+          const [h, , s] = a.token.split('.');
+          const payload = Buffer.from(
+            JSON.stringify({ username: 'mallory', iat: nowSeconds(), exp: nowSeconds() + 1800 }),
+          ).toString('base64url');
+          return `${h}.${payload}.${s}`;
+        },
+      ],
       ['a tampered signature', (a) => `${a.token.slice(0, -4)}${a.token.endsWith('AAAA') ? 'BBBB' : 'AAAA'}`],
-      ['a token signed with another secret', () => signToken({ username: 'x' }, randomBytes(32).toString('hex'), { expiresIn: 1800 })],
+      [
+        'a token signed with another secret',
+        () => signToken({ username: 'x' }, randomBytes(32).toString('hex'), { expiresIn: 1800 }),
+      ],
       ['an expired token', (a) => signToken({ username: 'x', iat: secondsAgo(1801), exp: secondsAgo(1) }, a.jwtSecret)],
-      ['a token that expired long ago', (a) => signToken({ username: 'x', iat: secondsAgo(100_000), exp: secondsAgo(98_200) }, a.jwtSecret)],
+      [
+        'a token that expired long ago',
+        (a) => signToken({ username: 'x', iat: secondsAgo(100_000), exp: secondsAgo(98_200) }, a.jwtSecret),
+      ],
       ['an alg: none token', () => unsignedToken({ username: 'x', iat: nowSeconds(), exp: nowSeconds() + 1800 })],
-      ['an HS512 token with the right secret', (a) => jwt.sign({ username: 'x' }, a.jwtSecret, { algorithm: 'HS512', expiresIn: 1800 })],
-      ['an HS384 token with the right secret', (a) => jwt.sign({ username: 'x' }, a.jwtSecret, { algorithm: 'HS384', expiresIn: 1800 })],
-      ['a token not yet valid (nbf in the future)', (a) => signToken({ username: 'x', nbf: nowSeconds() + 600 }, a.jwtSecret, { expiresIn: 1800 })],
+      [
+        'an HS512 token with the right secret',
+        (a) => jwt.sign({ username: 'x' }, a.jwtSecret, { algorithm: 'HS512', expiresIn: 1800 }),
+      ],
+      [
+        'an HS384 token with the right secret',
+        (a) => jwt.sign({ username: 'x' }, a.jwtSecret, { algorithm: 'HS384', expiresIn: 1800 }),
+      ],
+      [
+        'a token not yet valid (nbf in the future)',
+        (a) => signToken({ username: 'x', nbf: nowSeconds() + 600 }, a.jwtSecret, { expiresIn: 1800 }),
+      ],
       ['a very long token', () => 'x'.repeat(100_000)],
     ];
 
@@ -137,7 +158,9 @@ describe('authentication', () => {
       const token = signToken({ username: 'nobody-special' }, api.jwtSecret, { expiresIn: 1800 });
       const bike = await api.create();
       expect((await api.request('PATCH', `/bikes/${bike.id}`, { json: { vendor: 'v' }, token })).status).toBe(200);
-      expect((await api.request('PUT', `/bikes/${bike.id}`, { json: { ...bike, vendor: 'w' }, token })).status).toBe(200);
+      expect((await api.request('PUT', `/bikes/${bike.id}`, { json: { ...bike, vendor: 'w' }, token })).status).toBe(
+        200,
+      );
       expect((await api.request('DELETE', `/bikes/${bike.id}`, { token })).status).toBe(200);
     });
   });
@@ -175,7 +198,13 @@ describe('authentication', () => {
       const p = path.replace('__ID__', unknownId());
       const noToken = await rawRequest(api.baseUrl, method, p, { 'content-type': 'application/json' }, body);
       expect(noToken.status).toBe(401);
-      const badToken = await rawRequest(api.baseUrl, method, p, { 'content-type': 'application/json', authorization: 'Bearer bad' }, body);
+      const badToken = await rawRequest(
+        api.baseUrl,
+        method,
+        p,
+        { 'content-type': 'application/json', authorization: 'Bearer bad' },
+        body,
+      );
       expect(badToken.status).toBe(403);
     });
 
@@ -184,7 +213,13 @@ describe('authentication', () => {
       const url = new URL(api.baseUrl);
       const status = await new Promise<number>((resolve, reject) => {
         const req = request(
-          { host: url.hostname, port: url.port, method: 'POST', path: '/bikes/', headers: { 'content-type': 'application/json', 'content-length': '1000000' } },
+          {
+            host: url.hostname,
+            port: url.port,
+            method: 'POST',
+            path: '/bikes/',
+            headers: { 'content-type': 'application/json', 'content-length': '1000000' },
+          },
           (res) => {
             resolve(res.statusCode ?? 0);
             res.resume();
@@ -203,7 +238,9 @@ describe('authentication', () => {
       'GET %s answers the same with no token, a bad token, or a good one',
       async (path) => {
         const statuses = await Promise.all(
-          [{ token: null }, { token: 'bad' }, {}].map(async (options) => (await api.request('GET', path, options)).status),
+          [{ token: null }, { token: 'bad' }, {}].map(
+            async (options) => (await api.request('GET', path, options)).status,
+          ),
         );
         expect(new Set(statuses).size).toBe(1);
         expect([200, 404]).toContain(statuses[0]);

@@ -124,7 +124,10 @@ describe('POST /bikes/ (create)', () => {
       const negated = n === 0 ? 0 : -n;
       const fields = newBike({
         totalInventory: n,
-        priceRange: { minPrice: { amount: n, currencyCode: 'USD' }, maxPrice: { amount: negated, currencyCode: 'EUR' } },
+        priceRange: {
+          minPrice: { amount: n, currencyCode: 'USD' },
+          maxPrice: { amount: negated, currencyCode: 'EUR' },
+        },
       });
       const bike = await api.create(fields);
       expect(bike).toEqual(expectedBike(fields, bike.id, bike.handle));
@@ -206,7 +209,10 @@ describe('POST /bikes/ (create)', () => {
     });
 
     it.each(NUL_FIELDS)('when %s contains U+0000', async (path) => {
-      await expectNothingStored(() => api.request('POST', '/bikes/', { json: withValue(newBike(), path, 'before\u0000after') }), 400);
+      await expectNothingStored(
+        () => api.request('POST', '/bikes/', { json: withValue(newBike(), path, 'before\u0000after') }),
+        400,
+      );
     });
 
     it('when a string holds a lone UTF-16 surrogate, which PostgreSQL cannot store as sent', async () => {
@@ -215,7 +221,10 @@ describe('POST /bikes/ (create)', () => {
     });
 
     it('when a number is too large to be a finite double (1e999)', async () => {
-      const raw = JSON.stringify(newBike({ totalInventory: 7 })).replace('"totalInventory":7', '"totalInventory":1e999');
+      const raw = JSON.stringify(newBike({ totalInventory: 7 })).replace(
+        '"totalInventory":7',
+        '"totalInventory":1e999',
+      );
       await expectNothingStored(() => api.request('POST', '/bikes/', { raw, contentType: 'application/json' }), 400);
     });
 
@@ -227,14 +236,20 @@ describe('POST /bikes/ (create)', () => {
       await expectNothingStored(() => api.request('POST', '/bikes/', { json: {} }), 400);
     });
 
-    it.each(['[]', JSON.stringify([newBike()]), 'null', '"a bike"', '42', 'true'])('when the JSON body is %s, not an object', async (raw) => {
-      await expectNothingStored(() => api.request('POST', '/bikes/', { raw, contentType: 'application/json' }), 400);
-    });
+    it.each(['[]', JSON.stringify([newBike()]), 'null', '"a bike"', '42', 'true'])(
+      'when the JSON body is %s, not an object',
+      async (raw) => {
+        await expectNothingStored(() => api.request('POST', '/bikes/', { raw, contentType: 'application/json' }), 400);
+      },
+    );
 
-    it.each(['{', '{"title": "x",}', "{'title': 'x'}", 'title=x', '{"title": "x"} trailing'])('when the JSON is malformed: %s', async (raw) => {
-      const res = await api.request('POST', '/bikes/', { raw, contentType: 'application/json' });
-      expectPlainError(res, 400, 'Bad Request');
-    });
+    it.each(['{', '{"title": "x",}', "{'title': 'x'}", 'title=x', '{"title": "x"} trailing'])(
+      'when the JSON is malformed: %s',
+      async (raw) => {
+        const res = await api.request('POST', '/bikes/', { raw, contentType: 'application/json' });
+        expectPlainError(res, 400, 'Bad Request');
+      },
+    );
 
     it('when a valid bike is sent with another content type: the body counts as absent', async () => {
       const raw = JSON.stringify(newBike());

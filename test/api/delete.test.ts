@@ -38,7 +38,9 @@ describe('DELETE /bikes/<id>', () => {
 
   it('when two deletes of one bike race, exactly one answers 200 and the other 404', async () => {
     const bike = await api.create();
-    const statuses = (await Promise.all([1, 2, 3].map(() => api.request('DELETE', `/bikes/${bike.id}`)))).map((r) => r.status);
+    const statuses = (await Promise.all([1, 2, 3].map(() => api.request('DELETE', `/bikes/${bike.id}`)))).map(
+      (r) => r.status,
+    );
     expect(statuses.sort()).toEqual([200, 404, 404]);
   });
 
@@ -81,7 +83,11 @@ describe('DELETE /bikes/<id>', () => {
 
     it('with a bad token it answers 403 and deletes nothing', async () => {
       const bike = await api.create();
-      expectPlainError(await api.request('DELETE', `/bikes/${bike.id}`, { token: `${api.token.slice(0, -2)}xx` }), 403, 'Forbidden');
+      expectPlainError(
+        await api.request('DELETE', `/bikes/${bike.id}`, { token: `${api.token.slice(0, -2)}xx` }),
+        403,
+        'Forbidden',
+      );
       expect(await api.find(bike.id)).toEqual(bike);
     });
 

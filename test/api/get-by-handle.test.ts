@@ -37,7 +37,13 @@ describe('GET /bikes/by-handle/<handle>', () => {
 
   it('matches the handle exactly: not case-insensitively, not as a prefix, not as a substring', async () => {
     const bike = await api.create(newBike({ title: `Exact Match ${tag()}` }));
-    for (const near of [bike.handle.toUpperCase(), bike.handle.slice(0, -1), `${bike.handle}-`, bike.handle.slice(1), bike.title]) {
+    for (const near of [
+      bike.handle.toUpperCase(),
+      bike.handle.slice(0, -1),
+      `${bike.handle}-`,
+      bike.handle.slice(1),
+      bike.title,
+    ]) {
       expect((await api.byHandle(near)).status).toBe(404);
     }
   });

@@ -100,7 +100,11 @@ interface Target {
 async function startTarget(): Promise<Target> {
   if (process.env.API_TEST_TARGET !== 'process') return startTestService();
   const jwtSecret = randomBytes(32).toString('base64url');
-  const proc = await spawnService({ DATABASE_URL: await createTestDatabase(), JWT_SECRET: jwtSecret, LOG_LEVEL: 'warn' });
+  const proc = await spawnService({
+    DATABASE_URL: await createTestDatabase(),
+    JWT_SECRET: jwtSecret,
+    LOG_LEVEL: 'warn',
+  });
   return {
     baseUrl: proc.baseUrl,
     jwtSecret,
@@ -187,7 +191,9 @@ export function useApi(): Api {
       return res.json<Bike[]>();
     },
     async search(query) {
-      const res = await api.request('GET', `/bikes/search/by-title?query=${encodeURIComponent(query)}`, { token: null });
+      const res = await api.request('GET', `/bikes/search/by-title?query=${encodeURIComponent(query)}`, {
+        token: null,
+      });
       if (res.status !== 200) throw new Error(`search answered ${res.status}`);
       return res.json<Bike[]>();
     },

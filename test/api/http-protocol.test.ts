@@ -91,7 +91,7 @@ describe('HTTP behaviour shared by every route', () => {
       [`/bikes/${unknownId()}`, 404],
       ['/bikes/not-a-uuid', 404],
       ['/bikes/search/by-title?query=a&query=b', 400],
-    ])('HEAD %s answers %i like GET, with GET\'s headers and no body', async (template, status) => {
+    ])("HEAD %s answers %i like GET, with GET's headers and no body", async (template, status) => {
       const path = template.replace('__HANDLE__', encodeURIComponent(bike.handle)).replace('__ID__', bike.id);
       const get = await api.request('GET', path, { token: null });
       const head = await api.request('HEAD', path, { token: null });
@@ -129,9 +129,13 @@ describe('HTTP behaviour shared by every route', () => {
     it('a trailing slash on the read paths reaches the same resource', async () => {
       const bike = await api.create();
       expect((await api.request('GET', `/bikes/${bike.id}/`, { token: null })).json()).toEqual(bike);
-      expect((await api.request('GET', `/bikes/by-handle/${encodeURIComponent(bike.handle)}/`, { token: null })).json()).toEqual(bike);
+      expect(
+        (await api.request('GET', `/bikes/by-handle/${encodeURIComponent(bike.handle)}/`, { token: null })).json(),
+      ).toEqual(bike);
       expect((await api.request('GET', '/bikes/all/', { token: null })).json()).toEqual(await api.all());
-      const search = await api.request('GET', `/bikes/search/by-title/?query=${encodeURIComponent(bike.title)}`, { token: null });
+      const search = await api.request('GET', `/bikes/search/by-title/?query=${encodeURIComponent(bike.title)}`, {
+        token: null,
+      });
       expect(search.json()).toEqual([bike]);
     });
   });
@@ -169,7 +173,11 @@ describe('HTTP behaviour shared by every route', () => {
       ['DELETE', '/bikes/%ZZ'],
       ['GET', '/bikes/all%ZZ'],
     ])('%s %s (with a valid token)', async (method, path) => {
-      expectPlainError(await api.request(method, path, { json: method === 'GET' || method === 'DELETE' ? undefined : newBike() }), 404, 'Not Found');
+      expectPlainError(
+        await api.request(method, path, { json: method === 'GET' || method === 'DELETE' ? undefined : newBike() }),
+        404,
+        'Not Found',
+      );
     });
   });
 
@@ -194,7 +202,13 @@ describe('HTTP behaviour shared by every route', () => {
 
     it('a JSON body of exactly 1 MB (1,048,576 bytes) is accepted and stored whole', async () => {
       const body = jsonOfSize({ ...newBike() }, MB);
-      const res = await rawRequest(api.baseUrl, 'POST', '/bikes/', { 'content-type': 'application/json', authorization: `Bearer ${api.token}` }, body);
+      const res = await rawRequest(
+        api.baseUrl,
+        'POST',
+        '/bikes/',
+        { 'content-type': 'application/json', authorization: `Bearer ${api.token}` },
+        body,
+      );
       expect(res.status).toBe(200);
       const bike = JSON.parse(res.text) as Bike;
       expect((await api.find(bike.id))?.description).toBe(JSON.parse(body).description);
@@ -226,9 +240,32 @@ describe('HTTP behaviour shared by every route', () => {
       const headers = { authorization: `Bearer ${api.token}` };
       const json = JSON.stringify({ ...newBike(), description: 'x'.repeat(2 * MB) });
       const form = `title=${'x'.repeat(2 * MB)}`;
-      expect((await rawRequest(api.baseUrl, 'POST', '/bikes/', { ...headers, 'content-type': 'application/json' }, json)).status).toBe(413);
-      expect((await rawRequest(api.baseUrl, 'POST', '/bikes/', { ...headers, 'content-type': 'application/x-www-form-urlencoded' }, form)).status).toBe(413);
-      expect((await rawRequest(api.baseUrl, 'POST', '/api/user', { 'content-type': 'application/x-www-form-urlencoded' }, form)).status).toBe(413);
+      expect(
+        (await rawRequest(api.baseUrl, 'POST', '/bikes/', { ...headers, 'content-type': 'application/json' }, json))
+          .status,
+      ).toBe(413);
+      expect(
+        (
+          await rawRequest(
+            api.baseUrl,
+            'POST',
+            '/bikes/',
+            { ...headers, 'content-type': 'application/x-www-form-urlencoded' },
+            form,
+          )
+        ).status,
+      ).toBe(413);
+      expect(
+        (
+          await rawRequest(
+            api.baseUrl,
+            'POST',
+            '/api/user',
+            { 'content-type': 'application/x-www-form-urlencoded' },
+            form,
+          )
+        ).status,
+      ).toBe(413);
       expect(await api.all()).toEqual(before);
     });
 
@@ -257,7 +294,8 @@ describe('HTTP behaviour shared by every route', () => {
     it('malformed JSON answers 400 on create, patch and the token endpoint, and 404 on replace', async () => {
       const bike = await api.create();
       const raw = '{"title": "unterminated';
-      const send = (method: string, path: string) => api.request(method, path, { raw, contentType: 'application/json' });
+      const send = (method: string, path: string) =>
+        api.request(method, path, { raw, contentType: 'application/json' });
       expect((await send('POST', '/bikes/')).status).toBe(400);
       expect((await send('PATCH', `/bikes/${bike.id}`)).status).toBe(400);
       expect((await send('PUT', `/bikes/${bike.id}`)).status).toBe(404);
@@ -275,7 +313,13 @@ describe('HTTP behaviour shared by every route', () => {
       },
     );
 
-    it.each(['text/plain', 'application/xml', 'application/octet-stream', 'multipart/form-data; boundary=x', 'text/json-ish'])(
+    it.each([
+      'text/plain',
+      'application/xml',
+      'application/octet-stream',
+      'multipart/form-data; boundary=x',
+      'text/json-ish',
+    ])(
       'a body of content type %p counts as absent: 400 on create, unchanged 200 on patch, 404 on replace',
       async (contentType) => {
         const bike = await api.create();
@@ -297,7 +341,9 @@ describe('HTTP behaviour shared by every route', () => {
 
     it('a URL-encoded body is read: PATCH writes its string fields, the token endpoint its username', async () => {
       const bike = await api.create();
-      const res = await api.request('PATCH', `/bikes/${bike.id}`, { form: 'vendor=Caf%C3%A9+%26+Co&createdAt=1%2F2%2F2024' });
+      const res = await api.request('PATCH', `/bikes/${bike.id}`, {
+        form: 'vendor=Caf%C3%A9+%26+Co&createdAt=1%2F2%2F2024',
+      });
       expect(res.status).toBe(200);
       expect(await api.find(bike.id)).toEqual({ ...bike, vendor: 'Café & Co', createdAt: '1/2/2024' });
     });

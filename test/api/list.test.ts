@@ -86,7 +86,9 @@ describe('GET /bikes/all', () => {
         const size = Math.min(wave, count - made);
         waves.push(
           await Promise.all(
-            Array.from({ length: size }, (_, i) => api.create(newBike({ title: `Bulk ${made + i}`, totalInventory: made + i }))),
+            Array.from({ length: size }, (_, i) =>
+              api.create(newBike({ title: `Bulk ${made + i}`, totalInventory: made + i })),
+            ),
           ),
         );
       }
@@ -97,7 +99,9 @@ describe('GET /bikes/all', () => {
       const created = waves.flat();
       expect(list).toHaveLength(count);
       expect(new Set(list.map((b) => b.id)).size).toBe(count);
-      expect([...list].sort((a, b) => a.id.localeCompare(b.id))).toEqual([...created].sort((a, b) => a.id.localeCompare(b.id)));
+      expect([...list].sort((a, b) => a.id.localeCompare(b.id))).toEqual(
+        [...created].sort((a, b) => a.id.localeCompare(b.id)),
+      );
       const position = new Map(list.map((b, i) => [b.id, i]));
       let lastOfPrevious = -1;
       for (const bikes of waves) {

@@ -138,7 +138,10 @@ describe('PATCH /bikes/<id> (partial update)', () => {
 
     it('with a body of another content type (absent), changes nothing and answers the bike', async () => {
       const bike = await api.create();
-      const res = await api.request('PATCH', `/bikes/${bike.id}`, { raw: '{"title":"Ignored"}', contentType: 'text/plain' });
+      const res = await api.request('PATCH', `/bikes/${bike.id}`, {
+        raw: '{"title":"Ignored"}',
+        contentType: 'text/plain',
+      });
       expect(res.status).toBe(200);
       expect(res.json()).toEqual(bike);
       expect(await api.find(bike.id)).toEqual(bike);
@@ -146,7 +149,9 @@ describe('PATCH /bikes/<id> (partial update)', () => {
 
     it('accepts a URL-encoded body for string fields', async () => {
       const bike = await api.create();
-      const res = await api.request('PATCH', `/bikes/${bike.id}`, { form: { title: 'Form Title', vendor: 'Form & Vendor' } });
+      const res = await api.request('PATCH', `/bikes/${bike.id}`, {
+        form: { title: 'Form Title', vendor: 'Form & Vendor' },
+      });
       expect(res.status).toBe(200);
       expect(res.json()).toEqual({ ...bike, title: 'Form Title', vendor: 'Form & Vendor' });
       expect(await api.find(bike.id)).toEqual({ ...bike, title: 'Form Title', vendor: 'Form & Vendor' });
@@ -195,7 +200,10 @@ describe('PATCH /bikes/<id> (partial update)', () => {
       ['without minPrice', { maxPrice: { amount: 1, currencyCode: 'USD' } }],
       ['empty', {}],
       ['with a Money missing currencyCode', { minPrice: { amount: 1 }, maxPrice: { amount: 2, currencyCode: 'USD' } }],
-      ['with a Money missing amount', { minPrice: { amount: 1, currencyCode: 'USD' }, maxPrice: { currencyCode: 'USD' } }],
+      [
+        'with a Money missing amount',
+        { minPrice: { amount: 1, currencyCode: 'USD' }, maxPrice: { currencyCode: 'USD' } },
+      ],
     ])('when priceRange is incomplete (%s)', async (_label, priceRange) => {
       const bike = await api.create();
       await expectUnchanged(bike, () => api.request('PATCH', `/bikes/${bike.id}`, { json: { priceRange } }));
@@ -217,20 +225,29 @@ describe('PATCH /bikes/<id> (partial update)', () => {
     it('when a URL-encoded body gives a number field a string', async () => {
       const bike = await api.create();
       await expectUnchanged(bike, () => api.request('PATCH', `/bikes/${bike.id}`, { form: { totalInventory: '5' } }));
-      await expectUnchanged(bike, () => api.request('PATCH', `/bikes/${bike.id}`, { form: { availableForSale: 'true' } }));
+      await expectUnchanged(bike, () =>
+        api.request('PATCH', `/bikes/${bike.id}`, { form: { availableForSale: 'true' } }),
+      );
     });
 
     it.each(['{', '{"title": }', 'nope', '{"a":1}{"b":2}'])('when the JSON is malformed: %s', async (raw) => {
       const bike = await api.create();
-      await expectUnchanged(bike, () => api.request('PATCH', `/bikes/${bike.id}`, { raw, contentType: 'application/json' }));
+      await expectUnchanged(bike, () =>
+        api.request('PATCH', `/bikes/${bike.id}`, { raw, contentType: 'application/json' }),
+      );
       const res = await api.request('PATCH', `/bikes/${bike.id}`, { raw, contentType: 'application/json' });
       expectPlainError(res, 400, 'Bad Request');
     });
 
-    it.each(['[]', '[{"title":"x"}]', 'null', '"title"', '3'])('when the JSON body is %s, not an object', async (raw) => {
-      const bike = await api.create();
-      await expectUnchanged(bike, () => api.request('PATCH', `/bikes/${bike.id}`, { raw, contentType: 'application/json' }));
-    });
+    it.each(['[]', '[{"title":"x"}]', 'null', '"title"', '3'])(
+      'when the JSON body is %s, not an object',
+      async (raw) => {
+        const bike = await api.create();
+        await expectUnchanged(bike, () =>
+          api.request('PATCH', `/bikes/${bike.id}`, { raw, contentType: 'application/json' }),
+        );
+      },
+    );
   });
 
   describe('a bike that does not exist answers 404', () => {
@@ -265,18 +282,31 @@ describe('PATCH /bikes/<id> (partial update)', () => {
   describe('token checks come first', () => {
     it('without a token it answers 401 and changes nothing', async () => {
       const bike = await api.create();
-      await expectUnchanged(bike, () => api.request('PATCH', `/bikes/${bike.id}`, { json: { title: 'x' }, token: null }), 401);
+      await expectUnchanged(
+        bike,
+        () => api.request('PATCH', `/bikes/${bike.id}`, { json: { title: 'x' }, token: null }),
+        401,
+      );
     });
 
     it('with a bad token it answers 403 and changes nothing', async () => {
       const bike = await api.create();
-      await expectUnchanged(bike, () => api.request('PATCH', `/bikes/${bike.id}`, { json: { title: 'x' }, token: 'a.b.c' }), 403);
+      await expectUnchanged(
+        bike,
+        () => api.request('PATCH', `/bikes/${bike.id}`, { json: { title: 'x' }, token: 'a.b.c' }),
+        403,
+      );
     });
 
     it('without a token, invalid fields and malformed JSON give 401, not 400', async () => {
       const bike = await api.create();
-      expect((await api.request('PATCH', `/bikes/${bike.id}`, { json: { totalInventory: '5' }, token: null })).status).toBe(401);
-      expect((await api.request('PATCH', `/bikes/${bike.id}`, { raw: '{', contentType: 'application/json', token: null })).status).toBe(401);
+      expect(
+        (await api.request('PATCH', `/bikes/${bike.id}`, { json: { totalInventory: '5' }, token: null })).status,
+      ).toBe(401);
+      expect(
+        (await api.request('PATCH', `/bikes/${bike.id}`, { raw: '{', contentType: 'application/json', token: null }))
+          .status,
+      ).toBe(401);
     });
 
     it('without a token, an unknown or non-UUID id gives 401, not 404; with a bad token, 403', async () => {
@@ -298,7 +328,9 @@ describe('PATCH /bikes/<id> (partial update)', () => {
         { vendor: 'Concurrent Vendor' },
         { availableForSale: false },
         { totalInventory: 4242 },
-        { priceRange: { minPrice: { amount: 11, currencyCode: 'SEK' }, maxPrice: { amount: 22, currencyCode: 'SEK' } } },
+        {
+          priceRange: { minPrice: { amount: 11, currencyCode: 'SEK' }, maxPrice: { amount: 22, currencyCode: 'SEK' } },
+        },
         { handle: 'concurrent-handle' },
       ];
       const responses = await Promise.all(patches.map((json) => api.request('PATCH', `/bikes/${bike.id}`, { json })));

@@ -21,7 +21,11 @@ describe('PUT /bikes/<id> (replace)', () => {
   const api = useApi();
 
   /** A full replacement body for the bike at `id`: new client fields plus id and handle. */
-  function replacement(id: string, overrides: Partial<BikeFields> = {}, handle = `replaced-${randomUUID().slice(0, 8)}`) {
+  function replacement(
+    id: string,
+    overrides: Partial<BikeFields> = {},
+    handle = `replaced-${randomUUID().slice(0, 8)}`,
+  ) {
     return { ...newBike({ title: 'Replacement Title', vendor: 'Replacer', ...overrides }), id, handle };
   }
 
@@ -42,7 +46,10 @@ describe('PUT /bikes/<id> (replace)', () => {
         description: 'new text',
         availableForSale: false,
         totalInventory: 3,
-        priceRange: { minPrice: { amount: 1000, currencyCode: 'EUR' }, maxPrice: { amount: 1500.25, currencyCode: 'EUR' } },
+        priceRange: {
+          minPrice: { amount: 1000, currencyCode: 'EUR' },
+          maxPrice: { amount: 1500.25, currencyCode: 'EUR' },
+        },
       });
       const res = await api.request('PUT', `/bikes/${bike.id}`, { json: body });
       expect(res.status).toBe(200);
@@ -55,7 +62,9 @@ describe('PUT /bikes/<id> (replace)', () => {
     it('stores the body handle as given, not derived from the title', async () => {
       const bike = await api.create();
       const handle = `Custom Handle ÉÀ ${randomUUID().slice(0, 8)}`;
-      const res = await api.request('PUT', `/bikes/${bike.id}`, { json: replacement(bike.id, { title: 'Whatever Title' }, handle) });
+      const res = await api.request('PUT', `/bikes/${bike.id}`, {
+        json: replacement(bike.id, { title: 'Whatever Title' }, handle),
+      });
       expect(res.status).toBe(200);
       expect(res.json<Bike>().handle).toBe(handle);
       expect((await api.byHandle(handle)).json()).toEqual(res.json());
@@ -123,7 +132,9 @@ describe('PUT /bikes/<id> (replace)', () => {
 
     it('ignores unknown fields: they are neither stored nor returned', async () => {
       const bike = await api.create();
-      const res = await api.request('PUT', `/bikes/${bike.id}`, { json: { ...replacement(bike.id), color: 'blue', seq: 0 } });
+      const res = await api.request('PUT', `/bikes/${bike.id}`, {
+        json: { ...replacement(bike.id), color: 'blue', seq: 0 },
+      });
       expect(res.status).toBe(200);
       expectExactShape(res.json());
       expectExactShape(await api.find(bike.id));
@@ -200,12 +211,16 @@ describe('PUT /bikes/<id> (replace)', () => {
 
     it.each(['{', '{"title":', 'not json', '[1,]'])('when the JSON is malformed: %s', async (raw) => {
       const bike = await api.create();
-      await expectUnchanged(bike, () => api.request('PUT', `/bikes/${bike.id}`, { raw, contentType: 'application/json' }));
+      await expectUnchanged(bike, () =>
+        api.request('PUT', `/bikes/${bike.id}`, { raw, contentType: 'application/json' }),
+      );
     });
 
     it.each(['[]', 'null', '"text"', '7'])('when the JSON body is %s, not an object', async (raw) => {
       const bike = await api.create();
-      await expectUnchanged(bike, () => api.request('PUT', `/bikes/${bike.id}`, { raw, contentType: 'application/json' }));
+      await expectUnchanged(bike, () =>
+        api.request('PUT', `/bikes/${bike.id}`, { raw, contentType: 'application/json' }),
+      );
     });
 
     it('when a valid body is sent with another content type (it counts as absent)', async () => {
@@ -238,17 +253,29 @@ describe('PUT /bikes/<id> (replace)', () => {
   describe('token checks come first', () => {
     it('without a token it answers 401 and changes nothing', async () => {
       const bike = await api.create();
-      await expectUnchanged(bike, () => api.request('PUT', `/bikes/${bike.id}`, { json: replacement(bike.id), token: null }), 401);
+      await expectUnchanged(
+        bike,
+        () => api.request('PUT', `/bikes/${bike.id}`, { json: replacement(bike.id), token: null }),
+        401,
+      );
     });
 
     it('with a bad token it answers 403 and changes nothing', async () => {
       const bike = await api.create();
-      await expectUnchanged(bike, () => api.request('PUT', `/bikes/${bike.id}`, { json: replacement(bike.id), token: 'x.y.z' }), 403);
+      await expectUnchanged(
+        bike,
+        () => api.request('PUT', `/bikes/${bike.id}`, { json: replacement(bike.id), token: 'x.y.z' }),
+        403,
+      );
     });
 
     it('without a token, an invalid body gives 401, not 404', async () => {
       const bike = await api.create();
-      const res = await api.request('PUT', `/bikes/${bike.id}`, { raw: '{', contentType: 'application/json', token: null });
+      const res = await api.request('PUT', `/bikes/${bike.id}`, {
+        raw: '{',
+        contentType: 'application/json',
+        token: null,
+      });
       expectPlainError(res, 401, 'Unauthorized');
     });
 

@@ -103,7 +103,12 @@ describe('GET /bikes/search/by-title', () => {
 
     it('a \\ matches only a backslash, and does not escape what follows', async () => {
       const t = tag();
-      const [slashPercent, slash, percent] = await createTitled(`${t} A\\%B`, `${t} Back\\Slash`, `${t} A%B`, `${t} BackSlash`);
+      const [slashPercent, slash, percent] = await createTitled(
+        `${t} A\\%B`,
+        `${t} Back\\Slash`,
+        `${t} A%B`,
+        `${t} BackSlash`,
+      );
       expect(await api.search(`${t} Back\\Slash`)).toEqual([slash]);
       expect(await api.search(`${t} A\\%B`)).toEqual([slashPercent]);
       expect(await api.search(`${t} A%B`)).toEqual([percent]);
@@ -139,7 +144,9 @@ describe('GET /bikes/search/by-title', () => {
     const t = tag();
     const [patched, replaced] = await createTitled(`${t} old one`, `${t} old two`);
     await api.request('PATCH', `/bikes/${patched.id}`, { json: { title: `${t} new one` } });
-    await api.request('PUT', `/bikes/${replaced.id}`, { json: { ...newBike({ title: `${t} new two` }), id: replaced.id, handle: 'h' } });
+    await api.request('PUT', `/bikes/${replaced.id}`, {
+      json: { ...newBike({ title: `${t} new two` }), id: replaced.id, handle: 'h' },
+    });
     expect((await api.search(`${t} old`)).map((b) => b.id)).toEqual([]);
     expect((await api.search(`${t} new`)).map((b) => b.id)).toEqual([patched.id, replaced.id]);
   });

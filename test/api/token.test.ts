@@ -16,7 +16,9 @@ describe('POST /api/user (issue token)', () => {
 
   it('answers { token }: an HS256 JWT whose payload is exactly { username, iat, exp }, exp = iat + 1800', async () => {
     const before = nowSeconds();
-    const { token, header, payload } = tokenOf(await api.request('POST', '/api/user', { json: { username: 'alice' }, token: null }));
+    const { token, header, payload } = tokenOf(
+      await api.request('POST', '/api/user', { json: { username: 'alice' }, token: null }),
+    );
     const after = nowSeconds();
     expect(header).toEqual({ alg: 'HS256', typ: 'JWT' });
     expect(Object.keys(payload).sort()).toEqual(['exp', 'iat', 'username']);
@@ -29,7 +31,9 @@ describe('POST /api/user (issue token)', () => {
   });
 
   it('takes the username from a URL-encoded form field', async () => {
-    const { payload } = tokenOf(await api.request('POST', '/api/user', { form: { username: 'form user' }, token: null }));
+    const { payload } = tokenOf(
+      await api.request('POST', '/api/user', { form: { username: 'form user' }, token: null }),
+    );
     expect(payload.username).toBe('form user');
     expect(payload.exp).toBe((payload.iat as number) + 1800);
   });
@@ -48,12 +52,19 @@ describe('POST /api/user (issue token)', () => {
   });
 
   it('with a body of another content type (absent), issues a token with no username', async () => {
-    const res = await api.request('POST', '/api/user', { raw: '{"username":"ignored"}', contentType: 'text/plain', token: null });
+    const res = await api.request('POST', '/api/user', {
+      raw: '{"username":"ignored"}',
+      contentType: 'text/plain',
+      token: null,
+    });
     expect(tokenOf(res).payload.username).toBeUndefined();
   });
 
   it('ignores fields other than username: they do not reach the payload', async () => {
-    const res = await api.request('POST', '/api/user', { json: { username: 'bob', admin: true, exp: 1, iat: 1, role: 'root' }, token: null });
+    const res = await api.request('POST', '/api/user', {
+      json: { username: 'bob', admin: true, exp: 1, iat: 1, role: 'root' },
+      token: null,
+    });
     const { payload } = tokenOf(res);
     expect(Object.keys(payload).sort()).toEqual(['exp', 'iat', 'username']);
     expect(payload.exp).toBe((payload.iat as number) + 1800);
@@ -69,7 +80,11 @@ describe('POST /api/user (issue token)', () => {
   );
 
   it('carries a username holding a lone UTF-16 surrogate exactly (it is signed, never stored)', async () => {
-    const res = await api.request('POST', '/api/user', { raw: '{"username":"a\\ud800b"}', contentType: 'application/json', token: null });
+    const res = await api.request('POST', '/api/user', {
+      raw: '{"username":"a\\ud800b"}',
+      contentType: 'application/json',
+      token: null,
+    });
     expect(tokenOf(res).payload.username).toBe('a\ud800b');
   });
 
@@ -87,13 +102,25 @@ describe('POST /api/user (issue token)', () => {
     },
   );
 
-  it.each(['{', '{"username": "a",}', "{'username': 'a'}"])('when the JSON is malformed (%s), answers 400', async (raw) => {
-    expectPlainError(await api.request('POST', '/api/user', { raw, contentType: 'application/json', token: null }), 400, 'Bad Request');
-  });
+  it.each(['{', '{"username": "a",}', "{'username': 'a'}"])(
+    'when the JSON is malformed (%s), answers 400',
+    async (raw) => {
+      expectPlainError(
+        await api.request('POST', '/api/user', { raw, contentType: 'application/json', token: null }),
+        400,
+        'Bad Request',
+      );
+    },
+  );
 
-  it.each(['[]', '["alice"]', 'null', '"alice"'])('when the JSON body is %s, not an object, answers 400', async (raw) => {
-    expect((await api.request('POST', '/api/user', { raw, contentType: 'application/json', token: null })).status).toBe(400);
-  });
+  it.each(['[]', '["alice"]', 'null', '"alice"'])(
+    'when the JSON body is %s, not an object, answers 400',
+    async (raw) => {
+      expect(
+        (await api.request('POST', '/api/user', { raw, contentType: 'application/json', token: null })).status,
+      ).toBe(400);
+    },
+  );
 
   it('needs no token, and ignores an Authorization header, even a bad one', async () => {
     tokenOf(await api.request('POST', '/api/user', { json: { username: 'x' }, token: 'garbage' }));
