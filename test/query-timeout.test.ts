@@ -1,0 +1,46 @@
+import { connectDatabase, type Database } from '../src/db/prisma';
+import { isDatabaseUnavailable } from '../src/http/errors';
+import { createTestDatabase } from './support/databases';
+
+/**
+ * The pool closes the connection of a query that runs past its limit (30 s in the service), so a
+ * half-dead connection cannot hold a request forever. Shortened to 1 s here.
+ */
+describe('the database pool', () => {
+  let db: Database;
+  const cutOff: string[] = [];
+
+  beforeAll(async () => {
+    db = connectDatabase(await createTestDatabase(), (err) => cutOff.push(err.message), { queryTimeoutMs: 1_000 });
+  });
+  afterAll(() => db.close());
+
+  it('when a query runs past the limit, fails it as "database unavailable" (a 503) and keeps serving', async () => {
+    const started = Date.now();
+    const error = await db.pool.query('SELECT pg_sleep(5)').then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+    expect(error).toBeInstanceOf(Error);
+    expect(isDatabaseUnavailable(error)).toBe(true);
+    expect(Date.now() - started).toBeLessThan(4_000);
+    expect(cutOff).toEqual([expect.stringMatching(/ran for over 1 s/)]);
+
+    const { rows } = await db.pool.query<{ one: number }>('SELECT 1 AS one');
+    expect(rows).toEqual([{ one: 1 }]);
+  });
+
+  it('when a Prisma query runs past the limit, fails it the same way', async () => {
+    const error = await db.prisma.$queryRaw`SELECT pg_sleep(5)`.then(
+      () => undefined,
+      (err: unknown) => err,
+    );
+    expect(isDatabaseUnavailable(error)).toBe(true);
+    expect(await db.prisma.bike.count()).toBe(0);
+  });
+
+  it('leaves a query within the limit alone', async () => {
+    const { rows } = await db.pool.query<{ done: string }>(`SELECT pg_sleep(0.3)::text AS done`);
+    expect(rows).toEqual([{ done: '' }]);
+  });
+});

@@ -1,0 +1,262 @@
+import { randomUUID } from 'node:crypto';
+import { Client } from 'pg';
+import type { Bike } from '../src/bikes/bike';
+import { client } from './support/bikes';
+import { startTestService, type TestService } from './support/service';
+
+/**
+ * /bikes/all and the search stream their JSON array in batches of 1000 rows. These tests run the
+ * real server over a catalog of 2500 bikes seeded with SQL, so every answer spans several
+ * batches, and break the database between two batches to see what a client gets.
+ */
+
+const CATALOG_SIZE = 2500;
+
+/**
+ * Titles with LIKE's special characters, each beside a decoy that an unescaped pattern would
+ * also match: "100%" / "100 ", "50_50" / "50-50", "C:\bikes" / "C:bikes".
+ */
+const TITLE_SHAPES = [
+  (i: number) => `Road 100% Carbon ${i}`,
+  (i: number) => `Road 100 Carbon ${i}`,
+  (i: number) => `Road Gravel 50_50 ${i}`,
+  (i: number) => `Road Gravel 50-50 ${i}`,
+  (i: number) => `Cargo C:\\bikes\\${i}`,
+  (i: number) => `Cargo C:bikes ${i}`,
+  (i: number) => `ÉLAN road ${i}`,
+];
+
+function catalog(size: number): Bike[] {
+  return Array.from({ length: size }, (_, i) => {
+    const title = TITLE_SHAPES[i % TITLE_SHAPES.length](i);
+    return {
+      id: randomUUID(),
+      handle: title.replaceAll(' ', '-').toLowerCase(),
+      title,
+      productType: i % 2 ? 'Road' : 'Gravel',
+      createdAt: `2024-01-01T00:00:${String(i % 60).padStart(2, '0')}Z`,
+      description: `Bike number ${i}`,
+      vendor: 'Sentra',
+      availableForSale: i % 3 !== 0,
+      totalInventory: i,
+      priceRange: {
+        minPrice: { amount: 100 + i / 100, currencyCode: 'USD' },
+        maxPrice: { amount: 200 + i / 100, currencyCode: 'EUR' },
+      },
+    };
+  });
+}
+
+/** Inserts the bikes in array order (so insertion order is array order), 500 rows per statement. */
+async function insertBikes(databaseUrl: string, bikes: Bike[]): Promise<void> {
+  const db = new Client({ connectionString: databaseUrl });
+  await db.connect();
+  try {
+    for (let start = 0; start < bikes.length; start += 500) {
+      const rows = bikes.slice(start, start + 500);
+      const values = rows.flatMap((b) => [
+        b.id,
+        b.handle,
+        b.title,
+        b.productType,
+        b.createdAt,
+        b.description,
+        b.vendor,
+        b.availableForSale,
+        b.totalInventory,
+        b.priceRange.minPrice.amount,
+        b.priceRange.minPrice.currencyCode,
+        b.priceRange.maxPrice.amount,
+        b.priceRange.maxPrice.currencyCode,
+      ]);
+      const placeholders = rows.map((_, r) => `(${Array.from({ length: 13 }, (_, c) => `$${r * 13 + c + 1}`).join(', ')})`);
+      await db.query(
+        `INSERT INTO bikes (id, handle, title, product_type, created_at, description, vendor, available_for_sale,
+                            total_inventory, min_price_amount, min_price_currency_code, max_price_amount, max_price_currency_code)
+         VALUES ${placeholders.join(', ')}`,
+        values,
+      );
+    }
+  } finally {
+    await db.end();
+  }
+}
+
+/** Polls until `probe` returns a value, or fails after 15 s. */
+async function eventually<T>(what: string, probe: () => Promise<T | undefined>): Promise<T> {
+  const deadline = Date.now() + 15_000;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+/**
+ * Holds the bikes table so that the service's queries on it queue behind a lock, which lets a
+ * test stop the service between two batches and end one of its queries from outside.
+ */
+class TableLock {
+  private constructor(
+    private readonly db: Client,
+    readonly pid: number,
+  ) {}
+
+  static async open(databaseUrl: string): Promise<TableLock> {
+    const db = new Client({ connectionString: databaseUrl });
+    await db.connect();
+    const { rows } = await db.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+    return new TableLock(db, rows[0].pid);
+  }
+
+  /** Resolves once this session holds the lock; until then it waits in the lock queue. */
+  async take(): Promise<void> {
+    await this.db.query('BEGIN');
+    await this.db.query('LOCK TABLE bikes IN ACCESS EXCLUSIVE MODE');
+  }
+
+  async release(): Promise<void> {
+    await this.db.query('COMMIT');
+  }
+
+  async close(): Promise<void> {
+    await this.db.end();
+  }
+}
+
+/** Sessions of this database, other than the given ones, whose query waits for a lock on bikes. */
+async function blockedServiceQuery(admin: Client, ignore: number[]): Promise<number | undefined> {
+  const { rows } = await admin.query<{ pid: number }>(
+    `SELECT pid FROM pg_stat_activity
+      WHERE datname = current_database() AND wait_event_type = 'Lock'
+        AND query LIKE '%FROM bikes%' AND NOT (pid = ANY($1::int[]))`,
+    [ignore],
+  );
+  return rows[0]?.pid;
+}
+
+async function isWaitingForLock(admin: Client, pid: number): Promise<true | undefined> {
+  const { rows } = await admin.query(`SELECT 1 FROM pg_stat_activity WHERE pid = $1 AND wait_event_type = 'Lock'`, [pid]);
+  return rows.length > 0 ? true : undefined;
+}
+
+describe('streamed arrays over a catalog larger than one batch', () => {
+  let svc: TestService;
+  let bikes: Bike[];
+
+  beforeAll(async () => {
+    svc = await startTestService();
+    bikes = catalog(CATALOG_SIZE);
+    await insertBikes(svc.databaseUrl, bikes);
+  });
+  afterAll(() => svc.stop());
+
+  async function getArray(path: string): Promise<{ status: number; type: string | null; text: string }> {
+    const res = await client(svc.baseUrl).request('GET', path);
+    return { status: res.status, type: res.headers.get('content-type'), text: await res.text() };
+  }
+
+  describe('GET /bikes/all', () => {
+    it('answers every bike, in insertion order, as one well-formed JSON array', async () => {
+      const res = await getArray('/bikes/all');
+      expect(res.status).toBe(200);
+      expect(res.type).toMatch(/^application\/json/);
+      expect(res.text.startsWith('[{')).toBe(true);
+      expect(res.text.endsWith('}]')).toBe(true);
+      const list = JSON.parse(res.text) as Bike[];
+      expect(list).toHaveLength(CATALOG_SIZE);
+      expect(list).toEqual(bikes);
+    });
+
+    it('answers HEAD with the headers of GET and no body', async () => {
+      const res = await client(svc.baseUrl).request('HEAD', '/bikes/all');
+      expect(res.status).toBe(200);
+      expect(res.headers.get('content-type')).toMatch(/^application\/json/);
+      expect(await res.text()).toBe('');
+    });
+  });
+
+  describe('GET /bikes/search/by-title', () => {
+    // Terms with LIKE's wildcards and escape character, terms that match across several batches,
+    // case, non-ASCII and the empty term (every bike).
+    const terms = ['Road', 'road', 'Carbon', '100%', '%', '100', '_', '50_50', '50-50', '\\', 'C:\\bikes', 'C:bikes', 'É', 'ÉLAN road 1', '7', ''];
+
+    it.each(terms)('for %j answers exactly the bikes whose title contains it, in insertion order', async (term) => {
+      const res = await getArray(`/bikes/search/by-title?query=${encodeURIComponent(term)}`);
+      expect(res.status).toBe(200);
+      expect(res.type).toMatch(/^application\/json/);
+      const expected = bikes.filter((bike) => bike.title.includes(term));
+      expect(JSON.parse(res.text)).toEqual(expected);
+    });
+
+    it('has terms whose result is larger than one batch (a check on the test catalog)', () => {
+      // Guards the test data: the terms above must include a result that spans batches.
+      expect(bikes.filter((bike) => bike.title.includes('Road')).length).toBeGreaterThan(1000);
+    });
+  });
+
+  describe('when the database fails', () => {
+    let admin: Client;
+    beforeAll(async () => {
+      admin = new Client({ connectionString: svc.databaseUrl });
+      await admin.connect();
+    });
+    afterAll(() => admin.end());
+
+    // The service's first query queues behind `first`; `second` queues behind that query. When
+    // `first` lets go, the service reads batch 1 and sends its 200, `second` gets the table, and
+    // the service's next batch waits behind it: that query is then ended from outside.
+    it.each(['/bikes/all', '/bikes/search/by-title?query=Road'])(
+      'between two batches of %s, the response breaks off so that reading the body fails',
+      async (path) => {
+        const first = await TableLock.open(svc.databaseUrl);
+        const second = await TableLock.open(svc.databaseUrl);
+        try {
+          await first.take();
+          const response = fetch(`${svc.baseUrl}${path}`);
+          const batch1 = await eventually('the first batch waits', () => blockedServiceQuery(admin, [first.pid, second.pid]));
+          const secondTaken = second.take();
+          await eventually('the second lock waits', () => isWaitingForLock(admin, second.pid));
+          await first.release();
+
+          const res = await response;
+          expect(res.status).toBe(200);
+          const body = res.text();
+          body.catch(() => undefined); // judged below, once the query has been ended
+          await secondTaken;
+          const batch2 = await eventually('a later batch waits', () => blockedServiceQuery(admin, [first.pid, second.pid]));
+          expect(batch2).toBeDefined();
+          await admin.query('SELECT pg_terminate_backend($1)', [batch2]);
+          await second.release();
+
+          await expect(body).rejects.toThrow();
+          expect(batch1).toBeDefined();
+        } finally {
+          await first.close();
+          await second.close();
+        }
+        // The pool replaces the lost connection: the next request is whole again.
+        const again = await getArray(path);
+        expect(again.status).toBe(200);
+        expect(JSON.parse(again.text).length).toBeGreaterThan(1000);
+      },
+    );
+
+    it('before the first batch, it answers 503 with no array at all', async () => {
+      const lock = await TableLock.open(svc.databaseUrl);
+      try {
+        await lock.take();
+        const response = fetch(`${svc.baseUrl}/bikes/all`);
+        const batch1 = await eventually('the first batch waits', () => blockedServiceQuery(admin, [lock.pid]));
+        await admin.query('SELECT pg_terminate_backend($1)', [batch1]);
+        const res = await response;
+        expect(res.status).toBe(503);
+        expect(await res.text()).not.toMatch(/^\[/);
+      } finally {
+        await lock.release();
+        await lock.close();
+      }
+    });
+  });
+});
