@@ -1,0 +1,123 @@
+import fs from 'node:fs';
+import type { Bike } from '../../src/bikes/bike';
+import { type EmbeddedPostgres, startEmbeddedPostgres } from '../../src/db/embedded-postgres';
+import { migrate } from '../../src/db/migrate';
+import { client, newBike } from '../support/bikes';
+import { freePort } from '../support/process';
+import { startTestService, type TestService } from '../support/service';
+import { seedBikes, tempDir, waitFor } from './support/postgres';
+
+/**
+ * PostgreSQL stopped and started again under a running service (DECISIONS 17): requests that
+ * need it answer 503 at once, the rest keep working, and the service serves again by itself,
+ * without a restart, once PostgreSQL is back on the same port.
+ */
+
+const OUTAGE_ANSWER_MS = 2_000;
+const RECOVERY_MS = 5_000;
+
+describe('the service, while its PostgreSQL is stopped and started again', () => {
+  let dataDir: string;
+  let port: number;
+  let pg: EmbeddedPostgres;
+  let svc: TestService;
+
+  const startPostgres = () => startEmbeddedPostgres({ dataDir, port, ephemeral: true });
+
+  beforeAll(async () => {
+    dataDir = tempDir('outage');
+    port = await freePort();
+    pg = await startPostgres();
+    await migrate(pg.url);
+    svc = await startTestService({ databaseUrl: pg.url });
+  });
+  afterAll(async () => {
+    await svc?.stop();
+    await pg?.stop();
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('answers 503 within 2 s to every request that needs the database, and recovers by itself within seconds of PostgreSQL coming back', async () => {
+    const api = client(svc.baseUrl, await svc.token());
+    const before = await api.create();
+    // Warm the pool: its idle connections are the ones PostgreSQL's shutdown will cut.
+    await Promise.all(Array.from({ length: 8 }, () => api.request('GET', `/bikes/${before.id}`)));
+
+    await pg.stop();
+
+    const { id, handle, ...fields } = before;
+    const needsDatabase: Array<[string, string, unknown?]> = [
+      ['GET', '/bikes/all'],
+      ['GET', `/bikes/${id}`],
+      ['GET', `/bikes/by-handle/${handle}`],
+      ['GET', '/bikes/search/by-title?query=Hybrid'],
+      ['POST', '/bikes/', newBike()],
+      ['PUT', `/bikes/${id}`, { id, handle, ...fields, title: 'Replaced during the outage' }],
+      ['PATCH', `/bikes/${id}`, { title: 'Patched during the outage' }],
+      ['DELETE', `/bikes/${id}`],
+    ];
+    const latencies: number[] = [];
+    // Several rounds, some in parallel: the pool must not pile up waiting connections.
+    for (let round = 0; round < 3; round++) {
+      const results = await Promise.all(
+        needsDatabase.map(async ([method, path, body]) => {
+          const started = performance.now();
+          const res = await api.request(method, path, { body });
+          await res.arrayBuffer();
+          const ms = performance.now() - started;
+          latencies.push(ms);
+          return { call: `${method} ${path}`, status: res.status, retryAfter: res.headers.get('retry-after'), fast: ms < OUTAGE_ANSWER_MS };
+        }),
+      );
+      for (const result of results) expect(result).toEqual({ call: result.call, status: 503, retryAfter: '1', fast: true });
+    }
+    console.log(`outage: ${latencies.length} requests answered 503, slowest ${Math.max(...latencies).toFixed(0)} ms, median ${latencies.sort((a, b) => a - b)[latencies.length >> 1].toFixed(0)} ms`);
+
+    // What needs no database still works; readiness says why it is not ready.
+    expect((await api.request('POST', '/api/user', { body: { username: 'during-outage' } })).status).toBe(200);
+    expect((await api.request('GET', '/healthz')).status).toBe(200);
+    expect((await api.request('GET', '/readyz')).status).toBe(503);
+
+    pg = await startPostgres();
+    const backAt = performance.now();
+    await waitFor('the service to serve reads again', async () => ((await api.request('GET', `/bikes/${id}`)).status === 200 ? true : undefined), RECOVERY_MS);
+    const recoveryMs = performance.now() - backAt;
+    console.log(`outage: the service served again ${recoveryMs.toFixed(0)} ms after PostgreSQL accepted connections`);
+
+    // Everything works again, and nothing the outage refused was written.
+    const res = await api.request('GET', `/bikes/${id}`);
+    expect(await res.json()).toEqual(before);
+    const after = await api.create();
+    expect((await api.request('GET', '/readyz')).status).toBe(200);
+    const all = (await (await api.request('GET', '/bikes/all')).json()) as Bike[];
+    expect(all).toEqual([before, after]);
+  });
+
+  it('when PostgreSQL stops while /bikes/all is streaming, the client gets a broken response, never a short array that parses', async () => {
+    await seedBikes(pg.url, 20_000, 'Outage Stream Bike');
+    const res = await fetch(`${svc.baseUrl}/bikes/all`);
+    expect(res.status).toBe(200);
+    const reader = res.body!.getReader();
+    // One small read, then PostgreSQL goes away while most of the catalog is still unsent.
+    const first = await reader.read();
+    expect(first.done).toBe(false);
+    await pg.stop();
+    let text = Buffer.from(first.value!).toString('utf8');
+    let broken = false;
+    try {
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        text += Buffer.from(value).toString('utf8');
+      }
+    } catch {
+      broken = true;
+    }
+    // The client held back, so the server could not have sent every batch before the stop.
+    expect(broken).toBe(true);
+    expect(() => JSON.parse(text)).toThrow();
+    expect(text.length).toBeLessThan(20_000 * 200);
+    pg = await startPostgres();
+    await waitFor('reads to work again', async () => ((await fetch(`${svc.baseUrl}/bikes/search/by-title?query=Outage`)).status === 200 ? true : undefined), RECOVERY_MS);
+  });
+});
