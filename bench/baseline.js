@@ -24,7 +24,7 @@ const SQL = {
   titleBatch: `SELECT ${BIKE_COLUMNS}, seq FROM bikes WHERE title LIKE $1 AND seq > $2 ORDER BY seq LIMIT $3`,
 };
 
-const BATCH = 1000;
+const BATCH = 250; // LIST_BATCH_SIZE in src/bikes/repository.ts
 const BEFORE_FIRST_SEQ = '-9223372036854775808';
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -68,7 +68,7 @@ function write(res, text) {
   return new Promise((resolve) => res.once('drain', resolve));
 }
 
-/** Keyset batches of 1000, written as they arrive; the first is read before the status goes out. */
+/** Keyset batches, written as they arrive; the first is read before the status goes out. */
 async function sendArray(pool, res, term) {
   const pattern = term ? `%${escapeLike(term)}%` : undefined;
   const batch = (after) =>
@@ -121,4 +121,4 @@ function main() {
 
 if (require.main === module) main();
 
-module.exports = { SQL };
+module.exports = { SQL, BATCH };

@@ -2,6 +2,7 @@
 
 /**
  * npm run bench [-- --count 100000 --duration 10 --connections 10 --fetches 5 --cpu-prof]
+ * npm run bench -- --explain     EXPLAIN (ANALYZE) of each read statement on the seeded table, no load
  *
  * Starts an embedded PostgreSQL in a temporary directory, migrates and seeds it with N bikes,
  * then drives the built service (node dist/server.js) and the plain baseline (bench/baseline.js)
@@ -23,8 +24,8 @@ const { seedBikes } = require('./seed');
 const ROOT = path.join(__dirname, '..');
 const { startEmbeddedPostgres } = require(path.join(ROOT, 'dist', 'db', 'embedded-postgres.js'));
 const { migrate } = require(path.join(ROOT, 'dist', 'db', 'migrate.js'));
-const { readStatements } = require(path.join(ROOT, 'dist', 'bikes', 'repository.js'));
-const { SQL: baselineStatements } = require('./baseline');
+const { readStatements, LIST_BATCH_SIZE } = require(path.join(ROOT, 'dist', 'bikes', 'repository.js'));
+const { SQL: baselineStatements, BATCH: baselineBatchSize } = require('./baseline');
 
 const TARGETS = { throughput: 0.7, allTime: 1.5, allRssGrowthMb: 60 };
 
@@ -35,6 +36,7 @@ const { values: args } = parseArgs({
     connections: { type: 'string', default: '10' },
     fetches: { type: 'string', default: '5' },
     'cpu-prof': { type: 'boolean', default: false },
+    explain: { type: 'boolean', default: false },
   },
 });
 const COUNT = Number(args.count);
@@ -183,10 +185,11 @@ async function measure(name, command, env, samples, workDir) {
     await sleep(1000);
     const idle = memoryOf(pid);
 
-    log(`${name}: fetching /bikes/all ${FETCHES} times`);
+    // The first fetch warms the code path up: it counts for memory but not for time.
+    log(`${name}: fetching /bikes/all ${FETCHES + 1} times`);
     const all = await withRssSampling(pid, async () => {
       const runs = [];
-      for (let i = 0; i < FETCHES; i++) runs.push(await get(`${baseUrl}/bikes/all`));
+      for (let i = 0; i <= FETCHES; i++) runs.push(await get(`${baseUrl}/bikes/all`));
       return runs;
     });
     const afterAll = memoryOf(pid);
@@ -208,7 +211,10 @@ async function measure(name, command, env, samples, workDir) {
         peakRss,
       };
     }
-    const times = all.result.map((r) => r.ms).sort((a, b) => a - b);
+    const times = all.result
+      .slice(1)
+      .map((r) => r.ms)
+      .sort((a, b) => a - b);
     return {
       results,
       all: {
@@ -276,11 +282,40 @@ ${table(allRows)}
 `);
 }
 
+/** The plans PostgreSQL runs the service's read statements with, on the seeded table. */
+async function explain(url) {
+  const client = new Client({ connectionString: url });
+  await client.connect();
+  try {
+    const { rows } = await client.query(
+      `SELECT id, handle, right(title, 10) AS tag, (SELECT max(seq) / 2 FROM bikes)::text AS middle
+         FROM bikes ORDER BY md5(id::text) LIMIT 1`,
+    );
+    const sample = rows[0];
+    const start = '-9223372036854775808';
+    const cases = [
+      ['get by id', readStatements.byId, [sample.id]],
+      ['get by handle', readStatements.firstByHandle, [sample.handle]],
+      ['/bikes/all, first batch', readStatements.batch, [start, LIST_BATCH_SIZE]],
+      ['/bikes/all, a batch half-way', readStatements.batch, [sample.middle, LIST_BATCH_SIZE]],
+      [`search, selective ("${sample.tag}")`, readStatements.titleBatch, [`%${sample.tag}%`, start, LIST_BATCH_SIZE]],
+      ['search, broad ("Gravel", an eighth of the bikes)', readStatements.titleBatch, ['%Gravel%', start, LIST_BATCH_SIZE]],
+    ];
+    for (const [label, text, params] of cases) {
+      const plan = await client.query(`EXPLAIN (ANALYZE, COSTS OFF) ${text}`, params);
+      console.log(`\n-- ${label}\n${text}\n${plan.rows.map((r) => r['QUERY PLAN']).join('\n')}`);
+    }
+  } finally {
+    await client.end();
+  }
+}
+
 async function main() {
   // A like-for-like comparison: the baseline must send exactly the statements the service sends.
   for (const [name, text] of Object.entries(readStatements)) {
     if (baselineStatements[name] !== text) throw new Error(`bench/baseline.js has a different ${name} statement than the service`);
   }
+  if (baselineBatchSize !== LIST_BATCH_SIZE) throw new Error('bench/baseline.js reads batches of another size than the service');
   const workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bike-bench-'));
   log(`starting PostgreSQL in ${workDir}`);
   const pg = await startEmbeddedPostgres({ dataDir: workDir, ephemeral: true });
@@ -298,6 +333,10 @@ async function main() {
     const client = new Client({ connectionString: pg.url });
     await client.connect();
     await seedBikes(client, COUNT).finally(() => client.end());
+    if (args.explain) {
+      await explain(pg.url);
+      return;
+    }
     const samples = await pickSamples(pg.url);
 
     const profileDir = path.join(os.tmpdir(), 'bike-bench-profiles');
