@@ -33,27 +33,36 @@ export interface Listener {
 
 type Handler = (req: http.IncomingMessage, res: http.ServerResponse) => void;
 
-/** How long a closing connection keeps reading (and dropping) what its client still sends. */
+/**
+ * How long a closing connection keeps reading (and dropping) what its client still sends: until
+ * the client has been quiet for LINGER_QUIET_MS, and never longer than LINGER_MS.
+ */
 const LINGER_MS = 2_000;
+const LINGER_QUIET_MS = 500;
 const lingering = new WeakSet<Socket>();
 
 /**
  * Closes a connection so that its client can read the last response: our FIN goes out after
  * the response, and whatever the client still sends (the rest of a refused body) is read and
- * dropped until it closes too, or for 2 s. Closing at once with unread bytes makes the kernel
+ * dropped until it closes too or goes quiet. Closing at once with unread bytes makes the kernel
  * answer with a reset, which can discard the response from the client's buffers before the
  * client has read it: the client then sees a dropped connection instead of a 413 or a 431.
  */
 function lingeringClose(socket: Socket): void {
   if (lingering.has(socket) || socket.destroyed) return;
   lingering.add(socket);
+  const destroy = () => socket.destroy();
+  const cap = setTimeout(destroy, LINGER_MS);
+  const quiet = setTimeout(destroy, LINGER_QUIET_MS);
   // Node's HTTP parser stops here: the rest is not a request.
   socket.removeAllListeners('data');
-  socket.on('data', () => undefined);
-  socket.on('error', () => socket.destroy());
-  socket.once('end', () => socket.destroy());
-  const timer = setTimeout(() => socket.destroy(), LINGER_MS);
-  socket.once('close', () => clearTimeout(timer));
+  socket.on('data', () => quiet.refresh());
+  socket.on('error', destroy);
+  socket.once('end', destroy);
+  socket.once('close', () => {
+    clearTimeout(cap);
+    clearTimeout(quiet);
+  });
   socket.end();
   socket.resume();
 }
