@@ -59,15 +59,49 @@ function runAsUser(): { uid: number; gid: number } | undefined {
   }
 }
 
-function freePort(): Promise<number> {
+/** `wanted` when it is free on 127.0.0.1, otherwise (or when it is 0) a free port. */
+function freePort(wanted = 0): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
+    server.once('error', (err: NodeJS.ErrnoException) => (wanted !== 0 && err.code === 'EADDRINUSE' ? resolve(freePort()) : reject(err)));
+    server.listen(wanted, '127.0.0.1', () => {
       const { port } = server.address() as net.AddressInfo;
       server.close(() => resolve(port));
     });
   });
+}
+
+/**
+ * The server's settings live in the cluster itself (postgresql.conf includes this file), not
+ * only on its command line: a server restarted by hand (`pg_ctl start -D <dir>/postgres`, or
+ * after a crash) comes back on the port the running service is connected to, and the service
+ * picks up where it left off. The same port is reused at the next start when it is free.
+ */
+const SETTINGS_FILE = 'embedded.conf';
+
+function previousPort(clusterDir: string): number {
+  try {
+    const match = /^port = (\d+)$/m.exec(fs.readFileSync(path.join(clusterDir, SETTINGS_FILE), 'utf8'));
+    return match ? Number(match[1]) : 0;
+  } catch {
+    return 0;
+  }
+}
+
+function writeSettings(clusterDir: string, settings: string[]): void {
+  const owner = runAsUser();
+  const file = path.join(clusterDir, SETTINGS_FILE);
+  fs.writeFileSync(
+    file,
+    '# Written by the bike catalog service each time it starts this server.\n' +
+      settings.map((setting) => setting.replace(/^([^=]+)=(.*)$/, (_, name, value) => `${name} = ${/^\d+$/.test(value) ? value : `'${value}'`}`)).join('\n') +
+      '\n',
+    { mode: 0o600 },
+  );
+  if (owner) fs.chownSync(file, owner.uid, owner.gid);
+  const mainConf = path.join(clusterDir, 'postgresql.conf');
+  const include = `include_if_exists = '${SETTINGS_FILE}'`;
+  if (!fs.readFileSync(mainConf, 'utf8').includes(include)) fs.appendFileSync(mainConf, `\n${include}\n`);
 }
 
 function isAlive(pid: number): boolean {
@@ -209,7 +243,7 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
   if (server) {
     log(`adopting the PostgreSQL server already running on this data directory (pid ${server.pid})`);
   } else {
-    const port = options.port ?? (await freePort());
+    const port = options.port ?? (await freePort(previousPort(clusterDir)));
     const logFd = fs.openSync(path.join(options.dataDir, 'postgres.log'), 'a');
     const settings = [
       `port=${port}`,
@@ -217,6 +251,7 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
       'unix_socket_directories=',
       ...(options.ephemeral ? ['fsync=off', 'synchronous_commit=off', 'full_page_writes=off'] : []),
     ];
+    writeSettings(clusterDir, settings);
     // detached: its own process group, so a Ctrl-C in the terminal reaches only the service,
     // which then finishes its requests before it stops PostgreSQL.
     const child = spawn(binaries().postgres, ['-D', clusterDir, ...settings.flatMap((s) => ['-c', s])], {

