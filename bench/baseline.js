@@ -68,26 +68,29 @@ function write(res, text) {
   return new Promise((resolve) => res.once('drain', resolve));
 }
 
-/** Keyset batches, written as they arrive; the first is read before the status goes out. */
+/**
+ * Keyset batches. As the service does: a result of one batch goes out as one body; a larger one
+ * is written batch by batch, after the first two are read.
+ */
 async function sendArray(pool, res, term) {
   const pattern = term ? `%${escapeLike(term)}%` : undefined;
-  const batch = (after) =>
-    pattern === undefined
-      ? pool.query(SQL.batch, [after, BATCH])
-      : pool.query(SQL.titleBatch, [pattern, after, BATCH]);
-  let { rows } = await batch(BEFORE_FIRST_SEQ);
+  const batch = async (after) => {
+    const { rows } =
+      pattern === undefined ? await pool.query(SQL.batch, [after, BATCH]) : await pool.query(SQL.titleBatch, [pattern, after, BATCH]);
+    return rows;
+  };
+  const first = await batch(BEFORE_FIRST_SEQ);
+  const second = first.length < BATCH ? [] : await batch(first[first.length - 1].seq);
+  if (second.length === 0) return send(res, 200, first.map(toBike));
   res.writeHead(200, { 'content-type': 'application/json; charset=utf-8' });
   try {
-    let text = '[';
-    for (;;) {
-      if (rows.length > 0) {
-        await write(res, text + JSON.stringify(rows.map(toBike)).slice(1, -1));
-        text = ',';
-      }
-      if (rows.length < BATCH) break;
-      ({ rows } = await batch(rows[rows.length - 1].seq));
+    let rows = second;
+    await write(res, '[' + JSON.stringify(first.concat(second).map(toBike)).slice(1, -1));
+    while (rows.length === BATCH) {
+      rows = await batch(rows[rows.length - 1].seq);
+      if (rows.length > 0) await write(res, ',' + JSON.stringify(rows.map(toBike)).slice(1, -1));
     }
-    res.end(text === '[' ? '[]' : ']');
+    res.end(']');
   } catch (err) {
     res.destroy(err);
   }

@@ -66,8 +66,14 @@ function memoryOf(pid) {
   return { rss: field('VmRSS'), hwm: field('VmHWM') };
 }
 
-/** Samples a process's RSS every 20 ms while `work` runs; returns its result and the peak seen. */
+/** Peak RSS of a process while `work` runs: VmHWM reset before (Linux clear_refs), and sampled every 20 ms. */
 async function withRssSampling(pid, work) {
+  let hwmWasReset = true;
+  try {
+    fs.writeFileSync(`/proc/${pid}/clear_refs`, '5');
+  } catch {
+    hwmWasReset = false;
+  }
   let peak = memoryOf(pid).rss;
   const timer = setInterval(() => {
     try {
@@ -78,7 +84,8 @@ async function withRssSampling(pid, work) {
   }, 20);
   try {
     const result = await work();
-    peak = Math.max(peak, memoryOf(pid).rss);
+    const after = memoryOf(pid);
+    peak = Math.max(peak, after.rss, hwmWasReset ? after.hwm : 0);
     return { result, peakRss: peak };
   } finally {
     clearInterval(timer);
@@ -176,7 +183,6 @@ async function measure(name, command, env, samples, workDir) {
   try {
     await waitUntilAnswering(baseUrl, child);
     const pid = child.pid;
-    const startRss = memoryOf(pid).rss;
 
     log(`${name}: warming up`);
     for (const [key] of SCENARIOS) await cannon(baseUrl, samples[key], 1);
@@ -192,7 +198,6 @@ async function measure(name, command, env, samples, workDir) {
       for (let i = 0; i <= FETCHES; i++) runs.push(await get(`${baseUrl}/bikes/all`));
       return runs;
     });
-    const afterAll = memoryOf(pid);
     for (const run of all.result) {
       if (run.status !== 200) throw new Error(`${name}: /bikes/all answered ${run.status}`);
     }
@@ -223,11 +228,9 @@ async function measure(name, command, env, samples, workDir) {
         bytes: all.result[0].bytes,
         sha256: all.result[0].sha256,
         idleRss: idle.rss,
-        peakRss: Math.max(all.peakRss, afterAll.hwm),
-        growth: Math.max(all.peakRss, afterAll.hwm) - idle.rss,
+        peakRss: all.peakRss,
+        growth: all.peakRss - idle.rss,
       },
-      startRss,
-      finalHwm: memoryOf(pid).hwm,
       check,
     };
   } finally {

@@ -206,38 +206,47 @@ describe('streamed arrays over a catalog larger than one batch', () => {
     });
     afterAll(() => admin.end());
 
-    // The service's first query queues behind `first`; `second` queues behind that query. When
-    // `first` lets go, the service reads batch 1 and sends its 200, `second` gets the table, and
-    // the service's next batch waits behind it: that query is then ended from outside.
-    it.each(['/bikes/all', '/bikes/search/by-title?query=Road'])(
-      'between two batches of %s, the response breaks off so that reading the body fails',
-      async (path) => {
-        const first = await TableLock.open(svc.databaseUrl);
-        const second = await TableLock.open(svc.databaseUrl);
-        try {
-          await first.take();
-          const response = fetch(`${svc.baseUrl}${path}`);
-          const batch1 = await eventually('the first batch waits', () => blockedServiceQuery(admin, [first.pid, second.pid]));
-          const secondTaken = second.take();
-          await eventually('the second lock waits', () => isWaitingForLock(admin, second.pid));
-          await first.release();
-
-          const res = await response;
-          expect(res.status).toBe(200);
-          const body = res.text();
-          body.catch(() => undefined); // judged below, once the query has been ended
-          await secondTaken;
-          const batch2 = await eventually('a later batch waits', () => blockedServiceQuery(admin, [first.pid, second.pid]));
-          expect(batch2).toBeDefined();
-          await admin.query('SELECT pg_terminate_backend($1)', [batch2]);
-          await second.release();
-
-          await expect(body).rejects.toThrow();
-          expect(batch1).toBeDefined();
-        } finally {
-          await first.close();
-          await second.close();
+    /**
+     * Lets the service's batch queries through one at a time, each queued behind a table lock
+     * that is handed on to the next lock before it is released, until the response status is
+     * out and another batch waits: that query is ended from outside.
+     */
+    async function failAfterTheStatus(path: string): Promise<Response> {
+      let lock = await TableLock.open(svc.databaseUrl);
+      const locks = [lock];
+      try {
+        await lock.take();
+        const response = fetch(`${svc.baseUrl}${path}`);
+        let statusSent = false;
+        void response.then(() => (statusSent = true), () => undefined);
+        for (;;) {
+          const waiting = await eventually('a batch waits', () => blockedServiceQuery(admin, locks.map((l) => l.pid)));
+          if (!statusSent) await Promise.race([response, new Promise((resolve) => setTimeout(resolve, 200))]);
+          if (statusSent) {
+            await admin.query('SELECT pg_terminate_backend($1)', [waiting]);
+            return await response;
+          }
+          const next = await TableLock.open(svc.databaseUrl);
+          locks.push(next);
+          const taken = next.take();
+          await eventually('the next lock waits', () => isWaitingForLock(admin, next.pid));
+          await lock.release();
+          await taken;
+          lock = next;
         }
+      } finally {
+        await lock.release().catch(() => undefined);
+        for (const l of locks) await l.close();
+      }
+    }
+
+    it.each(['/bikes/all', '/bikes/search/by-title?query=Road'])(
+      'between two batches of %s, after the status, the response breaks off so that reading the body fails',
+      async (path) => {
+        const res = await failAfterTheStatus(path);
+        expect(res.status).toBe(200);
+        await expect(res.text()).rejects.toThrow();
+
         // The pool replaces the lost connection: the next request is whole again.
         const again = await getArray(path);
         expect(again.status).toBe(200);

@@ -23,22 +23,27 @@ function idOf(ctx: Koa.Context): string {
 }
 
 /**
- * Sends the bikes as one JSON array, written batch by batch as rows arrive. The first batch is
- * read before the status is sent, so a database that is down gives a 503; a failure later
- * destroys the connection, so the client sees a broken response, never a short array.
+ * Sends the bikes as one JSON array. A result that fits in one batch goes out as one plain body
+ * (most searches: no stream to set up, one write); a larger one is written batch by batch as rows
+ * arrive. The first two batches are read before the status is sent, so a database that is down
+ * gives a 503; a failure later destroys the connection, so the client sees a broken response,
+ * never a short array.
  */
 async function sendBikeArray(ctx: Koa.Context, batches: AsyncGenerator<Bike[]>): Promise<void> {
   const first = await batches.next();
+  const second = first.done ? first : await batches.next();
+  ctx.type = 'application/json';
+  if (first.done || second.done) {
+    ctx.body = first.done ? '[]' : JSON.stringify(first.value);
+    return;
+  }
+  let head: string | undefined = '[' + JSON.stringify(first.value.concat(second.value)).slice(1, -1);
   async function* chunks() {
-    if (first.done) {
-      yield '[]';
-      return;
-    }
-    yield '[' + JSON.stringify(first.value).slice(1, -1);
+    yield head as string;
+    head = undefined;
     for await (const batch of batches) yield ',' + JSON.stringify(batch).slice(1, -1);
     yield ']';
   }
-  ctx.type = 'application/json';
   ctx.body = Readable.from(chunks(), { objectMode: false });
 }
 

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type Koa from 'koa';
-import type { Logger } from '../logger';
+import { type Logger, REQUEST_LINE } from '../logger';
 
 // A client's request id is echoed only when it is short and plain.
 const CLIENT_REQUEST_ID = /^[\w.:-]{1,128}$/;
@@ -24,7 +24,7 @@ export function requestLog(logger: Logger): Koa.Middleware {
           durationMs: Number(process.hrtime.bigint() - started) / 1e6,
           ...(!ctx.res.writableFinished && { aborted: true }),
         },
-        'request',
+        REQUEST_LINE,
       ),
     );
     await next();
