@@ -244,7 +244,10 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
     log(`adopting the PostgreSQL server already running on this data directory (pid ${server.pid})`);
   } else {
     const port = options.port ?? (await freePort(previousPort(clusterDir)));
-    const logFd = fs.openSync(path.join(options.dataDir, 'postgres.log'), 'a');
+    const logFile = path.join(options.dataDir, 'postgres.log');
+    const logFd = fs.openSync(logFile, 'a');
+    // The server's own user may write it too (`pg_ctl start -l <dataDir>/postgres.log`).
+    chownTree(logFile, runAsUser());
     const settings = [
       `port=${port}`,
       'listen_addresses=127.0.0.1',

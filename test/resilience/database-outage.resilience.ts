@@ -7,7 +7,7 @@ import { migrate } from '../../src/db/migrate';
 import { client, newBike } from '../support/bikes';
 import { freePort, spawnService } from '../support/process';
 import { startTestService, type TestService } from '../support/service';
-import { isAlive, postgresPidsFor, seedBikes, tempDir, waitFor } from './support/postgres';
+import { isAlive, postgresLog, postgresPidsFor, seedBikes, tempDir, waitFor } from './support/postgres';
 
 /**
  * PostgreSQL stopped and started again under a running service (DECISIONS 17): requests that
@@ -147,8 +147,7 @@ describe('the service on its embedded PostgreSQL, when an operator restarts that
       expect(down.status).toBe(503);
 
       // No port given: the server finds it in the cluster's own configuration.
-      const restartedLog = path.join(clusterDir, 'restarted-by-hand.log');
-      pgCtlRun('start', '-w', '-l', restartedLog);
+      pgCtlRun('start', '-w', '-l', path.join(dataDir, 'postgres.log'));
       const second = postmasterPid();
       expect(second).not.toBe(first);
       await waitFor('the service to serve again', async () => ((await fetch(`${service.baseUrl}/bikes/all`)).status === 200 ? true : undefined), RECOVERY_MS);
@@ -157,7 +156,7 @@ describe('the service on its embedded PostgreSQL, when an operator restarts that
       expect(await service.exited).toEqual({ code: 0, signal: null });
       expect(isAlive(second)).toBe(false);
       expect(postgresPidsFor(dataDir)).toEqual([]);
-      expect(fs.readFileSync(restartedLog, 'utf8')).toMatch(/database system is shut down\s*$/);
+      expect(postgresLog(dataDir)).toMatch(/database system is shut down\s*$/);
     } finally {
       if (service.child.exitCode === null && service.child.signalCode === null) service.child.kill('SIGKILL');
     }
