@@ -34,7 +34,9 @@ function isNpm(pid: number): boolean {
   try {
     const cmdline = fs.readFileSync(`/proc/${pid}/cmdline`, 'utf8').replaceAll('\0', ' ').trim();
     // npm sets its title to "npm <command>"; before that its argv is "node .../npm-cli.js ...".
-    return /^npm(\s|$)/.test(cmdline) || /(^|\/)npm-cli\.js(\s|$)/.test(cmdline) || /(^|\s)\S*\/npm(\s|$)/.test(cmdline);
+    return (
+      /^npm(\s|$)/.test(cmdline) || /(^|\/)npm-cli\.js(\s|$)/.test(cmdline) || /(^|\s)\S*\/npm(\s|$)/.test(cmdline)
+    );
   } catch {
     return false;
   }

@@ -98,16 +98,18 @@ async function main(): Promise<void> {
   }
   const logger = createLogger(config.logLevel);
 
-  // Signals are taken from the very start: one that arrives while the service is still starting
-  // stops it as soon as it is up, so an embedded PostgreSQL is never left behind.
-  let starting: Promise<Service | undefined> | undefined;
+  // Signals are taken before anything starts (initdb alone blocks for seconds): one that arrives
+  // while the service is still starting stops it as soon as it is up, so an embedded PostgreSQL
+  // is never left behind.
+  const started: { service?: Promise<Service> } = {};
   let stopping = false;
   const shutdown = (reason: string, exitCode = 0) => {
     if (stopping) return;
     stopping = true;
     logger.info({ reason }, 'shutting down');
-    void (starting ?? Promise.resolve(undefined))
-      .then((service) => service?.stop())
+    // Handlers run from the event loop, so by then `started.service` is set.
+    void started
+      .service!.then((service) => service.stop())
       .then(
         () => {
           logger.info('stopped');
@@ -130,13 +132,16 @@ async function main(): Promise<void> {
     logger.fatal({ err }, 'unhandled promise rejection');
     shutdown('unhandled promise rejection', 1);
   });
-  // `npm start` passes a SIGTERM only to the shell between it and us, and a SIGKILL to npm
-  // reaches no one: either would leave this process serving on its own.
+  // A SIGKILL to `npm start` reaches no one (and before its start script exec'd node, npm passed
+  // a SIGTERM only to the shell between it and us): this process would go on serving alone.
   watchNpmParent(() => shutdown('npm exited'));
 
-  starting = startService(config, logger).then(
+  started.service = startService(config, logger).then(
     (service) => {
-      logger.info({ port: service.port, database: config.databaseUrl ? 'external' : 'embedded' }, 'bike catalog listening');
+      logger.info(
+        { port: service.port, database: config.databaseUrl ? 'external' : 'embedded' },
+        'bike catalog listening',
+      );
       return service;
     },
     (err) => {
@@ -144,7 +149,8 @@ async function main(): Promise<void> {
       process.exit(1);
     },
   );
-  await starting;
+
+  await started.service;
 }
 
 if (require.main === module) {

@@ -63,7 +63,9 @@ function runAsUser(): { uid: number; gid: number } | undefined {
 function freePort(wanted = 0): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = net.createServer();
-    server.once('error', (err: NodeJS.ErrnoException) => (wanted !== 0 && err.code === 'EADDRINUSE' ? resolve(freePort()) : reject(err)));
+    server.once('error', (err: NodeJS.ErrnoException) =>
+      wanted !== 0 && err.code === 'EADDRINUSE' ? resolve(freePort()) : reject(err),
+    );
     server.listen(wanted, '127.0.0.1', () => {
       const { port } = server.address() as net.AddressInfo;
       server.close(() => resolve(port));
@@ -94,7 +96,14 @@ function writeSettings(clusterDir: string, settings: string[]): void {
   fs.writeFileSync(
     file,
     '# Written by the bike catalog service each time it starts this server.\n' +
-      settings.map((setting) => setting.replace(/^([^=]+)=(.*)$/, (_, name, value) => `${name} = ${/^\d+$/.test(value) ? value : `'${value}'`}`)).join('\n') +
+      settings
+        .map((setting) =>
+          setting.replace(
+            /^([^=]+)=(.*)$/,
+            (_, name, value) => `${name} = ${/^\d+$/.test(value) ? value : `'${value}'`}`,
+          ),
+        )
+        .join('\n') +
       '\n',
     { mode: 0o600 },
   );
@@ -186,7 +195,7 @@ async function waitUntilReady(url: string, exited: () => boolean): Promise<void>
     } catch (err) {
       await client.end().catch(() => undefined);
       if (exited() || Date.now() > deadline) {
-        throw new Error(`embedded PostgreSQL did not start: ${(err as Error).message}`);
+        throw new Error(`embedded PostgreSQL did not start: ${(err as Error).message}`, { cause: err });
       }
       await new Promise((resolve) => setTimeout(resolve, 100));
     }

@@ -28,7 +28,19 @@ function invalidInputStatus(ctx: Koa.Context): number {
 
 // Node socket errors, and Prisma's codes for: server unreachable, timed out, closed the
 // connection, pool timeout.
-const UNAVAILABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTFOUND', 'EHOSTUNREACH', 'P1001', 'P1002', 'P1008', 'P1017', 'P2024']);
+const UNAVAILABLE_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'ENOTFOUND',
+  'EHOSTUNREACH',
+  'P1001',
+  'P1002',
+  'P1008',
+  'P1017',
+  'P2024',
+]);
 
 /**
  * SQLSTATEs that mean "not now" rather than "never": connection exceptions (08), operator
@@ -41,7 +53,13 @@ const UNAVAILABLE_SQLSTATE = /^(08|57|53)|^40001$|^40P01$/;
 const REJECTED_VALUE_SQLSTATE = /^22|^54000$/;
 
 // Driver-adapter error kinds that mean the database is not answering.
-const UNAVAILABLE_KINDS = new Set(['DatabaseNotReachable', 'ConnectionClosed', 'SocketTimeout', 'TooManyConnections', 'TransactionWriteConflict']);
+const UNAVAILABLE_KINDS = new Set([
+  'DatabaseNotReachable',
+  'ConnectionClosed',
+  'SocketTimeout',
+  'TooManyConnections',
+  'TransactionWriteConflict',
+]);
 
 // pg's own errors when a connection dies or cannot be had; they carry no code.
 const UNAVAILABLE_MESSAGE =
@@ -114,7 +132,8 @@ export function errorHandler(logger: Logger): Koa.Middleware {
       const status = statusOf(ctx, err);
       if (status === 500) logger.error({ err }, 'unexpected error');
       else if (status === 503) logger.warn({ err: (err as Error)?.message }, 'database unavailable');
-      else if (!(err instanceof HttpError) && isRejectedValue(err)) logger.warn({ err: (err as Error)?.message, status }, 'value refused by the database');
+      else if (!(err instanceof HttpError) && isRejectedValue(err))
+        logger.warn({ err: (err as Error)?.message, status }, 'value refused by the database');
       ctx.status = status;
       ctx.type = 'text/plain';
       ctx.body = STATUS_CODES[status] ?? String(status);

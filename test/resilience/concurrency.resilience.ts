@@ -7,7 +7,16 @@ import { startTestService, type TestService } from '../support/service';
  * PUT, PATCH and DELETE racing on one id. No 5xx, nothing lost, nothing half-written.
  */
 
-const CLIENT_FIELDS = ['title', 'productType', 'createdAt', 'description', 'vendor', 'availableForSale', 'totalInventory', 'priceRange'] as const;
+const CLIENT_FIELDS = [
+  'title',
+  'productType',
+  'createdAt',
+  'description',
+  'vendor',
+  'availableForSale',
+  'totalInventory',
+  'priceRange',
+] as const;
 type Field = (typeof CLIENT_FIELDS)[number];
 
 /** A value for `field` that names the write it came from, so the final row can be traced. */
@@ -59,7 +68,9 @@ describe('races', () => {
       const bike = await api.create();
       const fields = [...CLIENT_FIELDS, 'handle'] as const;
       for (let round = 1; round <= 20; round++) {
-        const patches = fields.map((field, i) => ({ [field]: taggedValue(field as Field, `round-${round}-${field}`, round * 100 + i) }));
+        const patches = fields.map((field, i) => ({
+          [field]: taggedValue(field as Field, `round-${round}-${field}`, round * 100 + i),
+        }));
         const responses = await Promise.all(patches.map((body) => api.request('PATCH', `/bikes/${bike.id}`, { body })));
         expect(responses.map((r) => r.status)).toEqual(patches.map(() => 200));
         const final = (await (await api.request('GET', `/bikes/${bike.id}`)).json()) as Bike;
@@ -74,8 +85,14 @@ describe('races', () => {
       for (let round = 0; round < 25; round++) {
         const original = await api.create(taggedBike(`orig-${round}`, 0));
         const id = original.id;
-        const puts = Array.from({ length: 4 }, (_, i) => ({ id, handle: `put-${round}-${i}`, ...taggedBike(`put-${round}-${i}`, i + 1) }));
-        const patches = CLIENT_FIELDS.map((field, i) => ({ [field]: taggedValue(field, `patch-${round}-${field}`, 100 + i) }));
+        const puts = Array.from({ length: 4 }, (_, i) => ({
+          id,
+          handle: `put-${round}-${i}`,
+          ...taggedBike(`put-${round}-${i}`, i + 1),
+        }));
+        const patches = CLIENT_FIELDS.map((field, i) => ({
+          [field]: taggedValue(field, `patch-${round}-${field}`, 100 + i),
+        }));
         const requests: Array<[string, unknown?]> = [
           ...puts.map((body): [string, unknown] => ['PUT', body]),
           ...patches.map((body): [string, unknown] => ['PATCH', body]),
@@ -88,7 +105,12 @@ describe('races', () => {
           requests.map(async ([method, body]) => {
             const res = await api.request(method, `/bikes/${id}`, { body });
             statuses.set(`${method} ${res.status}`, (statuses.get(`${method} ${res.status}`) ?? 0) + 1);
-            return { method, body, status: res.status, json: res.status === 200 ? ((await res.json()) as Bike) : undefined };
+            return {
+              method,
+              body,
+              status: res.status,
+              json: res.status === 200 ? ((await res.json()) as Bike) : undefined,
+            };
           }),
         );
         for (const answer of answers) {
@@ -112,7 +134,11 @@ describe('races', () => {
     it('when PUTs race to create the same absent id, all answer 200 and one whole row results', async () => {
       for (let round = 0; round < 20; round++) {
         const id = crypto.randomUUID();
-        const puts = Array.from({ length: 6 }, (_, i) => ({ id, handle: `put-${round}-${i}`, ...taggedBike(`put-${round}-${i}`, i + 1) }));
+        const puts = Array.from({ length: 6 }, (_, i) => ({
+          id,
+          handle: `put-${round}-${i}`,
+          ...taggedBike(`put-${round}-${i}`, i + 1),
+        }));
         const responses = await Promise.all(puts.map((body) => api.request('PUT', `/bikes/${id}`, { body })));
         expect(responses.map((r) => r.status)).toEqual(puts.map(() => 200));
         const final = (await (await api.request('GET', `/bikes/${id}`)).json()) as Bike;

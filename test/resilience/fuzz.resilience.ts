@@ -17,7 +17,18 @@ import { expectationFor, NODE_STATUSES } from './support/route-table';
  */
 
 const RUNS = Number(process.env.FUZZ_RUNS ?? 5_000);
-const BIKE_KEYS = ['id', 'handle', 'title', 'productType', 'createdAt', 'description', 'vendor', 'availableForSale', 'totalInventory', 'priceRange'];
+const BIKE_KEYS = [
+  'id',
+  'handle',
+  'title',
+  'productType',
+  'createdAt',
+  'description',
+  'vendor',
+  'availableForSale',
+  'totalInventory',
+  'priceRange',
+];
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** The prototypes a polluting body would reach, in the test's realm and in node's own. */
@@ -36,7 +47,12 @@ function snapshot(): Record<string, Record<string, unknown>> {
   return Object.fromEntries(
     prototypes().map(([name, proto]) => [
       name,
-      Object.fromEntries(Reflect.ownKeys(proto).map((key) => [String(key), Object.getOwnPropertyDescriptor(proto, key)?.value ?? 'accessor'])),
+      Object.fromEntries(
+        Reflect.ownKeys(proto).map((key) => [
+          String(key),
+          Object.getOwnPropertyDescriptor(proto, key)?.value ?? 'accessor',
+        ]),
+      ),
     ]),
   );
 }
@@ -45,15 +61,23 @@ function isBike(value: unknown): value is Bike {
   if (!value || typeof value !== 'object' || Array.isArray(value)) return false;
   const bike = value as Record<string, unknown>;
   const money = (m: unknown) =>
-    !!m && typeof m === 'object' && Object.keys(m).join() === 'amount,currencyCode' &&
-    typeof (m as Record<string, unknown>).amount === 'number' && typeof (m as Record<string, unknown>).currencyCode === 'string';
+    !!m &&
+    typeof m === 'object' &&
+    Object.keys(m).join() === 'amount,currencyCode' &&
+    typeof (m as Record<string, unknown>).amount === 'number' &&
+    typeof (m as Record<string, unknown>).currencyCode === 'string';
   const range = bike.priceRange as Record<string, unknown> | undefined;
   return (
     Object.keys(bike).join() === BIKE_KEYS.join() &&
-    ['id', 'handle', 'title', 'productType', 'createdAt', 'description', 'vendor'].every((k) => typeof bike[k] === 'string') &&
+    ['id', 'handle', 'title', 'productType', 'createdAt', 'description', 'vendor'].every(
+      (k) => typeof bike[k] === 'string',
+    ) &&
     typeof bike.availableForSale === 'boolean' &&
     typeof bike.totalInventory === 'number' &&
-    !!range && Object.keys(range).join() === 'minPrice,maxPrice' && money(range.minPrice) && money(range.maxPrice)
+    !!range &&
+    Object.keys(range).join() === 'minPrice,maxPrice' &&
+    money(range.minPrice) &&
+    money(range.maxPrice)
   );
 }
 
@@ -93,11 +117,17 @@ describe('every route, under generated hostile requests', () => {
     const token = await svc.token('fuzzer');
     const api = client(svc.baseUrl, token);
     const bikes: Bike[] = [];
-    for (let i = 0; i < 12; i++) bikes.push(await api.create(newBike({ title: i % 3 === 0 ? `Fat  Bike ${i}` : `Road Bike ${randomUUID().slice(0, 6)}` })));
+    for (let i = 0; i < 12; i++)
+      bikes.push(
+        await api.create(newBike({ title: i % 3 === 0 ? `Fat  Bike ${i}` : `Road Bike ${randomUUID().slice(0, 6)}` })),
+      );
     for (const bike of bikes) model.set(bike.id, bike);
     world = {
       token,
-      foreignToken: jwt.sign({ username: 'mallory' }, 'another-secret-entirely-0123456789', { algorithm: 'HS256', expiresIn: 1800 }),
+      foreignToken: jwt.sign({ username: 'mallory' }, 'another-secret-entirely-0123456789', {
+        algorithm: 'HS256',
+        expiresIn: 1800,
+      }),
       ids: bikes.map((b) => b.id),
       freeIds: Array.from({ length: 10 }, () => randomUUID()),
       handles: [...bikes.map((b) => b.handle), 'no-such-handle', ''],
@@ -110,7 +140,10 @@ describe('every route, under generated hostile requests', () => {
     const segment = path.split('/')[2] ?? '';
     const key = UUID.test(decodeURIComponent(segment)) ? decodeURIComponent(segment).toLowerCase() : undefined;
     const body: unknown = JSON.parse(response.body.toString('utf8'));
-    const sentObject = c.sentJson && typeof c.sentJson === 'object' && !Array.isArray(c.sentJson) ? (c.sentJson as Record<string, unknown>) : undefined;
+    const sentObject =
+      c.sentJson && typeof c.sentJson === 'object' && !Array.isArray(c.sentJson)
+        ? (c.sentJson as Record<string, unknown>)
+        : undefined;
 
     if (method === 'DELETE') {
       expect(body).toEqual({ id: key });
@@ -124,10 +157,14 @@ describe('every route, under generated hostile requests', () => {
       expect(bike.id).toMatch(/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
       expect(model.has(bike.id) || deleted.has(bike.id)).toBe(false);
       expect(bike.handle).toBe(bike.title.replaceAll(' ', '-').toLowerCase());
-      if (c.plainJson && sentObject) expect(pickSent(bike as never, CLIENT_FIELDS)).toEqual(pickSent(sentObject, CLIENT_FIELDS));
+      if (c.plainJson && sentObject)
+        expect(pickSent(bike as never, CLIENT_FIELDS)).toEqual(pickSent(sentObject, CLIENT_FIELDS));
     } else {
       expect(bike.id).toBe(key);
-      if (c.plainJson && sentObject && method === 'PUT') expect(pickSent(bike as never, ['handle', ...CLIENT_FIELDS])).toEqual(pickSent(sentObject, ['handle', ...CLIENT_FIELDS]));
+      if (c.plainJson && sentObject && method === 'PUT')
+        expect(pickSent(bike as never, ['handle', ...CLIENT_FIELDS])).toEqual(
+          pickSent(sentObject, ['handle', ...CLIENT_FIELDS]),
+        );
       if (c.plainJson && sentObject && method === 'PATCH') {
         const keys = ['handle', ...CLIENT_FIELDS].filter((k) => Object.hasOwn(sentObject, k));
         expect(pickSent(bike as never, keys)).toEqual(pickSent(sentObject, keys));
@@ -149,7 +186,7 @@ describe('every route, under generated hostile requests', () => {
         try {
           response = await connection.send(c.request);
         } catch (err) {
-          throw new Error(`${(err as Error).message}\n  for ${describeCase(c)}\n  after ${previous}`);
+          throw new Error(`${(err as Error).message}\n  for ${describeCase(c)}\n  after ${previous}`, { cause: err });
         } finally {
           previous = describeCase(c);
         }
@@ -159,12 +196,15 @@ describe('every route, under generated hostile requests', () => {
 
         const fromApp = response.headers['x-request-id'] !== undefined;
         if (!fromApp) {
-          if (!NODE_STATUSES.has(response.status)) throw new Error(`node itself answered a status outside ${[...NODE_STATUSES]}${where}`);
+          if (!NODE_STATUSES.has(response.status))
+            throw new Error(`node itself answered a status outside ${[...NODE_STATUSES]}${where}`);
           return;
         }
         const expectation = expectationFor(c.request.method, c.request.target, c.auth);
-        if (!expectation.allowed.has(response.status)) throw new Error(`status not allowed (allowed: ${[...expectation.allowed]})${where}`);
-        if (expectation.exact !== undefined && response.status !== expectation.exact) throw new Error(`expected exactly ${expectation.exact}${where}`);
+        if (!expectation.allowed.has(response.status))
+          throw new Error(`status not allowed (allowed: ${[...expectation.allowed]})${where}`);
+        if (expectation.exact !== undefined && response.status !== expectation.exact)
+          throw new Error(`expected exactly ${expectation.exact}${where}`);
 
         const route = expectation.route?.pattern.source;
         const method = c.request.method;
@@ -174,8 +214,10 @@ describe('every route, under generated hostile requests', () => {
 
         // A valid bike, sent plainly with a good token, is created or replaced: nothing else.
         if (c.auth === 'valid' && c.plainJson) {
-          if (method === 'POST' && route === '^\\/bikes$' && c.bodyKind === 'valid-create' && response.status !== 200) throw new Error(`a valid bike was refused${where}`);
-          if (method === 'PUT' && id && c.bodyKind === 'valid-replace' && response.status !== 200) throw new Error(`a valid replace was refused${where}`);
+          if (method === 'POST' && route === '^\\/bikes$' && c.bodyKind === 'valid-create' && response.status !== 200)
+            throw new Error(`a valid bike was refused${where}`);
+          if (method === 'PUT' && id && c.bodyKind === 'valid-replace' && response.status !== 200)
+            throw new Error(`a valid replace was refused${where}`);
         }
         // Reads agree with the acknowledged writes so far.
         if ((method === 'GET' || method === 'HEAD') && id) {
@@ -189,7 +231,10 @@ describe('every route, under generated hostile requests', () => {
           try {
             checkAcknowledgedWrite(c, response, expectation.path);
           } catch (err) {
-            throw new Error(`${(err as Error).message}${where}\n  answered ${response.body.subarray(0, 300).toString('utf8')}`);
+            throw new Error(
+              `${(err as Error).message}${where}\n  answered ${response.body.subarray(0, 300).toString('utf8')}`,
+              { cause: err },
+            );
           }
         }
       }),
@@ -199,7 +244,9 @@ describe('every route, under generated hostile requests', () => {
 
     // Figures for the report: how many requests, which statuses.
     const counts = Object.fromEntries([...statusCounts].sort(([a], [b]) => a - b));
-    console.log(`fuzz: ${sent} requests, statuses ${JSON.stringify(counts)}, ${model.size} bikes acknowledged and kept, ${deleted.size} deleted`);
+    console.log(
+      `fuzz: ${sent} requests, statuses ${JSON.stringify(counts)}, ${model.size} bikes acknowledged and kept, ${deleted.size} deleted`,
+    );
     expect(sent).toBeGreaterThanOrEqual(RUNS);
     expect([...statusCounts.keys()].filter((s) => s >= 500)).toEqual([]);
 

@@ -20,7 +20,10 @@ const READ_BYTES_PER_MS = 4_000;
 /** The embedded server's connection string, from the files the service keeps in DATA_DIR. */
 function embeddedUrl(dataDir: string): string {
   const password = fs.readFileSync(path.join(dataDir, 'postgres-password'), 'utf8').trim();
-  const port = fs.readFileSync(path.join(dataDir, 'postgres', 'postmaster.pid'), 'utf8').split('\n')[3].trim();
+  const port = fs
+    .readFileSync(path.join(dataDir, 'postgres', 'postmaster.pid'), 'utf8')
+    .split('\n')[3]
+    .trim();
   return `postgresql://postgres:${encodeURIComponent(password)}@127.0.0.1:${port}/bikes`;
 }
 
@@ -56,32 +59,42 @@ describe('the service process, sent SIGTERM while /bikes/all streams', () => {
 
     let sigtermAt = 0;
     let refusedWhileStreaming = false;
-    const body = await new Promise<{ text: string; headers: http.IncomingHttpHeaders; finishedAt: number }>((resolve, reject) => {
-      http
-        .get(`${service!.baseUrl}/bikes/all`, (res) => {
-          expect(res.statusCode).toBe(200);
-          const chunks: Buffer[] = [];
-          let received = 0;
-          res.on('data', (chunk: Buffer) => {
-            chunks.push(chunk);
-            received += chunk.length;
-            // Read slowly: the server must hold back, not buffer the whole catalog.
-            res.pause();
-            setTimeout(() => res.resume(), chunk.length / READ_BYTES_PER_MS);
-            if (sigtermAt === 0 && received > 512 * 1024) {
-              sigtermAt = performance.now();
-              service!.child.kill('SIGTERM');
-              void waitFor('the listening socket to close', async () => ((await connectionRefused(port)) ? true : undefined), 2_000, 20).then(
-                () => (refusedWhileStreaming = !res.complete),
-                reject,
-              );
-            }
-          });
-          res.on('end', () => resolve({ text: Buffer.concat(chunks).toString('utf8'), headers: res.headers, finishedAt: performance.now() }));
-          res.on('error', reject);
-        })
-        .on('error', reject);
-    });
+    const body = await new Promise<{ text: string; headers: http.IncomingHttpHeaders; finishedAt: number }>(
+      (resolve, reject) => {
+        http
+          .get(`${service!.baseUrl}/bikes/all`, (res) => {
+            expect(res.statusCode).toBe(200);
+            const chunks: Buffer[] = [];
+            let received = 0;
+            res.on('data', (chunk: Buffer) => {
+              chunks.push(chunk);
+              received += chunk.length;
+              // Read slowly: the server must hold back, not buffer the whole catalog.
+              res.pause();
+              setTimeout(() => res.resume(), chunk.length / READ_BYTES_PER_MS);
+              if (sigtermAt === 0 && received > 512 * 1024) {
+                sigtermAt = performance.now();
+                service!.child.kill('SIGTERM');
+                void waitFor(
+                  'the listening socket to close',
+                  async () => ((await connectionRefused(port)) ? true : undefined),
+                  2_000,
+                  20,
+                ).then(() => (refusedWhileStreaming = !res.complete), reject);
+              }
+            });
+            res.on('end', () =>
+              resolve({
+                text: Buffer.concat(chunks).toString('utf8'),
+                headers: res.headers,
+                finishedAt: performance.now(),
+              }),
+            );
+            res.on('error', reject);
+          })
+          .on('error', reject);
+      },
+    );
 
     // The response in flight completed whole, though SIGTERM came early in it.
     const bikes = JSON.parse(body.text) as Bike[];
@@ -141,7 +154,9 @@ describe('the service process, sent SIGTERM while /bikes/all streams', () => {
     expect(exitedAfterMs).toBeLessThan(10_000);
     expect(isAlive(postmaster)).toBe(false);
     expect(postgresPidsFor(dataDir)).toEqual([]);
-    console.log(`shutdown: a stalled reader was cut and the process exited 0 ${exitedAfterMs.toFixed(0)} ms after SIGTERM`);
+    console.log(
+      `shutdown: a stalled reader was cut and the process exited 0 ${exitedAfterMs.toFixed(0)} ms after SIGTERM`,
+    );
   });
 });
 
@@ -177,10 +192,21 @@ describe('the service run by `npm start`, when npm itself is killed', () => {
       });
       const npmExited = new Promise((resolve) => npm.once('exit', resolve));
       try {
-        await waitFor('npm start to serve', async () => (await fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.ok, () => false)) || undefined, 60_000, 200);
+        await waitFor(
+          'npm start to serve',
+          async () =>
+            (await fetch(`http://127.0.0.1:${port}/healthz`).then(
+              (r) => r.ok,
+              () => false,
+            )) || undefined,
+          60_000,
+          200,
+        );
         const [servicePid] = childrenOf(npm.pid!);
         expect(servicePid).toBeGreaterThan(0);
-        const postmaster = Number(fs.readFileSync(path.join(dataDir, 'postgres', 'postmaster.pid'), 'utf8').split('\n')[0]);
+        const postmaster = Number(
+          fs.readFileSync(path.join(dataDir, 'postgres', 'postmaster.pid'), 'utf8').split('\n')[0],
+        );
 
         const killedAt = performance.now();
         npm.kill(signal);

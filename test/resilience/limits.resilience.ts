@@ -19,7 +19,14 @@ interface Answer {
 }
 
 /** A request through `agent`, with the body written in 64 KB pieces (as a real upload would). */
-function send(agent: http.Agent, port: number, method: string, path: string, headers: http.OutgoingHttpHeaders, body?: Buffer): Promise<Answer> {
+function send(
+  agent: http.Agent,
+  port: number,
+  method: string,
+  path: string,
+  headers: http.OutgoingHttpHeaders,
+  body?: Buffer,
+): Promise<Answer> {
   return new Promise((resolve, reject) => {
     const req = http.request({ host: '127.0.0.1', port, method, path, agent, headers }, (res) => {
       let text = '';
@@ -54,7 +61,11 @@ function bikeOfSize(size: number): Buffer {
 }
 
 /** Writes a request head (and maybe part of a body) on a raw socket, and waits for the answer, never finishing the body. */
-function answerBeforeBodyEnds(port: number, head: string, bodyPart: Buffer): Promise<{ response: string; sentBytes: number }> {
+function answerBeforeBodyEnds(
+  port: number,
+  head: string,
+  bodyPart: Buffer,
+): Promise<{ response: string; sentBytes: number }> {
   return new Promise((resolve, reject) => {
     const socket = net.connect(port, '127.0.0.1', () => {
       socket.write(head);
@@ -69,7 +80,10 @@ function answerBeforeBodyEnds(port: number, head: string, bodyPart: Buffer): Pro
       }
     });
     socket.on('error', reject);
-    setTimeout(() => reject(new Error(`no answer while the body was still unfinished: ${JSON.stringify(response)}`)), 5_000);
+    setTimeout(
+      () => reject(new Error(`no answer while the body was still unfinished: ${JSON.stringify(response)}`)),
+      5_000,
+    );
   });
 }
 
@@ -91,7 +105,9 @@ describe('request limits', () => {
       const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
       const fits = await send(agent, svc.service.port, 'POST', '/bikes/', headers, bikeOfSize(MB));
       expect(fits.status).toBe(200);
-      expect((JSON.parse(fits.body) as Bike).description).toHaveLength(MB - Buffer.byteLength(JSON.stringify(newBike({ description: '' }))));
+      expect((JSON.parse(fits.body) as Bike).description).toHaveLength(
+        MB - Buffer.byteLength(JSON.stringify(newBike({ description: '' }))),
+      );
       const over = await send(agent, svc.service.port, 'POST', '/bikes/', headers, bikeOfSize(MB + 1));
       expect(over.status).toBe(413);
       agent.destroy();
@@ -126,7 +142,10 @@ describe('request limits', () => {
         // One socket in the pool: the next request must get a working connection after the 413.
         const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
         const body = Buffer.from(JSON.stringify(newBike({ description: 'x'.repeat(5 * MB) })));
-        const headers: http.OutgoingHttpHeaders = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
+        const headers: http.OutgoingHttpHeaders = {
+          authorization: `Bearer ${token}`,
+          'content-type': 'application/json',
+        };
         if (framing === 'chunked') headers['transfer-encoding'] = 'chunked';
         else headers['content-length'] = body.length;
         for (const [method, path] of [
@@ -136,14 +155,20 @@ describe('request limits', () => {
           ['POST', '/api/user'],
         ]) {
           const refused = await send(agent, svc.service.port, method, path, headers, body);
-          expect({ method, status: refused.status, connection: refused.headers.connection }).toEqual({ method, status: 413, connection: 'close' });
+          expect({ method, status: refused.status, connection: refused.headers.connection }).toEqual({
+            method,
+            status: 413,
+            connection: 'close',
+          });
           const next = await send(agent, svc.service.port, 'GET', `/bikes/${existing.id}`, {});
           expect(next.status).toBe(200);
           expect(JSON.parse(next.body)).toEqual(existing);
         }
         agent.destroy();
         // Nothing of the refused bodies was stored.
-        expect(await (await fetch(`${svc.baseUrl}/bikes/all`)).json()).toEqual(expect.not.arrayContaining([expect.objectContaining({ description: 'x'.repeat(5 * MB) })]));
+        expect(await (await fetch(`${svc.baseUrl}/bikes/all`)).json()).toEqual(
+          expect.not.arrayContaining([expect.objectContaining({ description: 'x'.repeat(5 * MB) })]),
+        );
       });
     }
   });
@@ -172,7 +197,10 @@ describe('request limits', () => {
     it('a client that never finishes its headers (slowloris) is answered 408 and cut off after 10 s; one that never finishes its body, after 30 s', async () => {
       const [headers, body] = await Promise.all([
         slowClient('GET /bikes/all HTTP/1.1\r\nHost: x\r\nX-Slow: ', 'abcdefgh'),
-        slowClient('POST /api/user HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"username":"', 'abcdefgh'),
+        slowClient(
+          'POST /api/user HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"username":"',
+          'abcdefgh',
+        ),
       ]);
       expect(headers.response).toMatch(/^HTTP\/1\.1 408 /);
       expect(headers.heldMs).toBeGreaterThan(9_500);
@@ -180,7 +208,9 @@ describe('request limits', () => {
       expect(body.response).toMatch(/^HTTP\/1\.1 408 /);
       expect(body.heldMs).toBeGreaterThan(29_500);
       expect(body.heldMs).toBeLessThan(33_000);
-      console.log(`limits: a header slowloris was cut after ${headers.heldMs.toFixed(0)} ms, a body slowloris after ${body.heldMs.toFixed(0)} ms`);
+      console.log(
+        `limits: a header slowloris was cut after ${headers.heldMs.toFixed(0)} ms, a body slowloris after ${body.heldMs.toFixed(0)} ms`,
+      );
     });
   });
 });

@@ -70,12 +70,17 @@ describe('the protected operations (POST /bikes/, PUT, PATCH, DELETE /bikes/<id>
   });
 
   it('when the token is signed with another secret, answers 403', async () => {
-    const token = jwt.sign({ username: 'mallory' }, 'a-different-secret-of-enough-length!', { algorithm: 'HS256', expiresIn: 1800 });
+    const token = jwt.sign({ username: 'mallory' }, 'a-different-secret-of-enough-length!', {
+      algorithm: 'HS256',
+      expiresIn: 1800,
+    });
     expect(await attempt(`Bearer ${token}`)).toEqual(all(403));
   });
 
   it('when the token has expired, answers 403', async () => {
-    const token = jwt.sign({ username: 'tester', iat: now() - 3600, exp: now() - 1800 }, svc.jwtSecret, { algorithm: 'HS256' });
+    const token = jwt.sign({ username: 'tester', iat: now() - 3600, exp: now() - 1800 }, svc.jwtSecret, {
+      algorithm: 'HS256',
+    });
     expect(await attempt(`Bearer ${token}`)).toEqual(all(403));
   });
 
@@ -91,7 +96,11 @@ describe('the protected operations (POST /bikes/, PUT, PATCH, DELETE /bikes/<id>
   });
 
   it('when the header says RS256 over an HMAC of the right secret, answers 403 (no algorithm confusion)', async () => {
-    const token = forge({ alg: 'RS256', typ: 'JWT' }, { username: 'tester', iat: now(), exp: now() + 1800 }, svc.jwtSecret);
+    const token = forge(
+      { alg: 'RS256', typ: 'JWT' },
+      { username: 'tester', iat: now(), exp: now() + 1800 },
+      svc.jwtSecret,
+    );
     expect(await attempt(`Bearer ${token}`)).toEqual(all(403));
   });
 
@@ -103,13 +112,19 @@ describe('the protected operations (POST /bikes/, PUT, PATCH, DELETE /bikes/<id>
 
   it('when the Authorization header is 100 KB, answers 403 (judged, not refused, and never a 5xx)', async () => {
     expect(await attempt(`Bearer ${'A'.repeat(100 * 1024)}`)).toEqual(all(403));
-    const bloated = jwt.sign({ username: 'x'.repeat(100 * 1024) }, 'a-different-secret-of-enough-length!', { algorithm: 'HS256' });
+    const bloated = jwt.sign({ username: 'x'.repeat(100 * 1024) }, 'a-different-secret-of-enough-length!', {
+      algorithm: 'HS256',
+    });
     expect(bloated.length).toBeGreaterThan(100 * 1024);
     expect(await attempt(`Bearer ${bloated}`)).toEqual(all(403));
   });
 
   it('when an HS256 token is made over the right secret outside /api/user, accepts it (so the 403s above are about the attack)', async () => {
-    const token = forge({ alg: 'HS256', typ: 'JWT' }, { username: 'tester', iat: now(), exp: now() + 1800 }, svc.jwtSecret);
+    const token = forge(
+      { alg: 'HS256', typ: 'JWT' },
+      { username: 'tester', iat: now(), exp: now() + 1800 },
+      svc.jwtSecret,
+    );
     const api = client(svc.baseUrl, token);
     const res = await api.request('PATCH', `/bikes/${target.id}`, { body: { vendor: target.vendor } });
     expect(res.status).toBe(200);

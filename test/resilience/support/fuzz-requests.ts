@@ -72,7 +72,20 @@ const storableText = fc
   .oneof(
     { weight: 10, arbitrary: fc.string({ unit: 'grapheme', maxLength: 30 }) },
     { weight: 5, arbitrary: fc.string({ unit: 'binary', maxLength: 30 }) },
-    { weight: 2, arbitrary: fc.constantFrom('', ' ', 'Fat  Bike', 'ÉLAN Road', '100% _off_ \\', "O'Brien; DROP TABLE bikes; --", '𝔘𝔫𝔦𝔠𝔬𝔡𝔢', '\u202e', '\ufeff') },
+    {
+      weight: 2,
+      arbitrary: fc.constantFrom(
+        '',
+        ' ',
+        'Fat  Bike',
+        'ÉLAN Road',
+        '100% _off_ \\',
+        "O'Brien; DROP TABLE bikes; --",
+        '𝔘𝔫𝔦𝔠𝔬𝔡𝔢',
+        '\u202e',
+        '\ufeff',
+      ),
+    },
     // Long enough to break a b-tree index on the column (a row of more than 2704 bytes).
     { weight: 1, arbitrary: fc.string({ unit: 'binary', minLength: 1500, maxLength: 6000 }) },
   )
@@ -81,7 +94,10 @@ const storableText = fc
 const finiteNumber = fc.oneof(
   { weight: 5, arbitrary: fc.double({ noNaN: true, noDefaultInfinity: true }) },
   { weight: 3, arbitrary: fc.integer() },
-  { weight: 2, arbitrary: fc.constantFrom(0, -1, 1e308, -1e308, 5e-324, Number.MAX_SAFE_INTEGER, 2 ** 53 + 2, 0.1, 499.99) },
+  {
+    weight: 2,
+    arbitrary: fc.constantFrom(0, -1, 1e308, -1e308, 5e-324, Number.MAX_SAFE_INTEGER, 2 ** 53 + 2, 0.1, 499.99),
+  },
 );
 
 const money = fc.record({ amount: finiteNumber, currencyCode: storableText });
@@ -118,7 +134,10 @@ const REMOVE = Symbol('remove');
 
 const deepNesting = fc
   .tuple(fc.integer({ min: 100, max: 50_000 }), fc.constantFrom('[', '{"a":'))
-  .map(([depth, open]) => new Raw(open.repeat(depth) + (open === '[' ? '1' : '1') + (open === '[' ? ']' : '}').repeat(depth)));
+  .map(
+    ([depth, open]) =>
+      new Raw(open.repeat(depth) + (open === '[' ? '1' : '1') + (open === '[' ? ']' : '}').repeat(depth)),
+  );
 
 const hostileValue: fc.Arbitrary<unknown> = fc.oneof(
   fc.constant(REMOVE),
@@ -171,7 +190,11 @@ type BodyArbitraries = Record<BodyKind, fc.Arbitrary<Body>>;
 
 function bodyArbitraries(world: World): BodyArbitraries {
   const patch = fc
-    .tuple(bikeFields, fc.subarray([...FIELD_PATHS.slice(0, 8).map((p) => p[0]), 'handle'], { minLength: 0 }), storableText)
+    .tuple(
+      bikeFields,
+      fc.subarray([...FIELD_PATHS.slice(0, 8).map((p) => p[0]), 'handle'], { minLength: 0 }),
+      storableText,
+    )
     .map(([bike, keys, handle]) => {
       const full: Record<string, unknown> = { ...bike, handle };
       return Object.fromEntries(keys.map((key) => [key, full[key]]));
@@ -180,7 +203,11 @@ function bodyArbitraries(world: World): BodyArbitraries {
     none: fc.constant<Body>({ kind: 'none', json: false }),
     'valid-create': bikeFields.map((bike) => jsonBody('valid-create', bike)),
     'valid-replace': fc
-      .tuple(bikeFields, fc.constantFrom(...world.ids, ...world.freeIds, 'x'), storableText.filter((s) => s.length > 0))
+      .tuple(
+        bikeFields,
+        fc.constantFrom(...world.ids, ...world.freeIds, 'x'),
+        storableText.filter((s) => s.length > 0),
+      )
       .map(([bike, id, handle]) => jsonBody('valid-replace', { id, handle, ...bike })),
     'valid-patch': patch.map((fields) => jsonBody('valid-patch', fields)),
     'mutated-bike': fc
@@ -195,13 +222,21 @@ function bodyArbitraries(world: World): BodyArbitraries {
         jsonBody(
           'prototype',
           key === '__proto__'
-            ? withOwn('__proto__', { polluted: 'yes', title: 'from the prototype' }, { ...bike, priceRange: withOwn('__proto__', { polluted: 'yes' }, bike.priceRange) })
+            ? withOwn(
+                '__proto__',
+                { polluted: 'yes', title: 'from the prototype' },
+                { ...bike, priceRange: withOwn('__proto__', { polluted: 'yes' }, bike.priceRange) },
+              )
             : { ...bike, [key]: { prototype: { polluted: 'yes' }, polluted: 'yes' } },
         ),
       ),
     deep: deepNesting.map((raw) => ({ kind: 'deep' as const, bytes: Buffer.from(raw.text), json: true })),
     malformed: fc
-      .tuple(bikeFields, fc.nat(), fc.constantFrom('truncate', 'garbage', 'single-quotes', 'nan', 'comment', 'bom', 'trailing-comma', 'empty'))
+      .tuple(
+        bikeFields,
+        fc.nat(),
+        fc.constantFrom('truncate', 'garbage', 'single-quotes', 'nan', 'comment', 'bom', 'trailing-comma', 'empty'),
+      )
       .map(([bike, cut, how]) => {
         const text = serialize(bike);
         const broken = {
@@ -239,13 +274,21 @@ function bodyArbitraries(world: World): BodyArbitraries {
       const [before, after] = text.split('SURROGATE');
       return {
         kind: 'invalid-utf8' as const,
-        bytes: Buffer.concat([Buffer.from(before), Buffer.from([0xed, 0xa0, 0x80, 0xff, 0xc0, 0xaf]), Buffer.from(after)]),
+        bytes: Buffer.concat([
+          Buffer.from(before),
+          Buffer.from([0xed, 0xa0, 0x80, 0xff, 0xc0, 0xaf]),
+          Buffer.from(after),
+        ]),
         json: true,
       };
     }),
     oversized: fc
       .integer({ min: 1024 * 1024 + 1, max: 3 * 1024 * 1024 })
-      .map((size) => ({ kind: 'oversized' as const, bytes: Buffer.from(`{"title":"${'a'.repeat(size)}"}`), json: true })),
+      .map((size) => ({
+        kind: 'oversized' as const,
+        bytes: Buffer.from(`{"title":"${'a'.repeat(size)}"}`),
+        json: true,
+      })),
   };
 }
 
@@ -266,13 +309,30 @@ function bodyMix(arbitraries: BodyArbitraries, favoured: Partial<Record<BodyKind
     oversized: 1,
   };
   return fc.oneof(
-    ...(Object.keys(base) as BodyKind[]).map((kind) => ({ weight: base[kind] + (favoured[kind] ?? 0), arbitrary: arbitraries[kind] })),
+    ...(Object.keys(base) as BodyKind[]).map((kind) => ({
+      weight: base[kind] + (favoured[kind] ?? 0),
+      arbitrary: arbitraries[kind],
+    })),
   );
 }
 
 // ---------------------------------------------------------------- targets
 
-const badEncoding = fc.constantFrom('%ZZ', '%', '%E0%A4%A', '%ED%A0%80', '%C0%AF', '%FF', '%00', '%2F', '%25', '..', '.', '%2e%2e', '%u0041');
+const badEncoding = fc.constantFrom(
+  '%ZZ',
+  '%',
+  '%E0%A4%A',
+  '%ED%A0%80',
+  '%C0%AF',
+  '%FF',
+  '%00',
+  '%2F',
+  '%25',
+  '..',
+  '.',
+  '%2e%2e',
+  '%u0041',
+);
 
 const longSegment = fc.integer({ min: 2_000, max: 300_000 }).map((n) => 'a'.repeat(n));
 
@@ -283,7 +343,15 @@ function idSegments(world: World): fc.Arbitrary<string> {
     { weight: 10, arbitrary: fc.constantFrom(...world.ids) },
     { weight: 2, arbitrary: fc.constantFrom(...world.ids).map((id) => id.toUpperCase()) },
     { weight: 6, arbitrary: fc.constantFrom(...world.freeIds) },
-    { weight: 1, arbitrary: fc.constantFrom('00000000-0000-0000-0000-000000000000', 'ffffffff-ffff-ffff-ffff-ffffffffffff', '{00000000-0000-4000-8000-000000000000}', '00000000000040008000000000000000') },
+    {
+      weight: 1,
+      arbitrary: fc.constantFrom(
+        '00000000-0000-0000-0000-000000000000',
+        'ffffffff-ffff-ffff-ffff-ffffffffffff',
+        '{00000000-0000-4000-8000-000000000000}',
+        '00000000000040008000000000000000',
+      ),
+    },
     { weight: 3, arbitrary: encodedText },
     { weight: 3, arbitrary: badEncoding },
     { weight: 1, arbitrary: longSegment },
@@ -301,22 +369,74 @@ function handleSegments(world: World): fc.Arbitrary<string> {
 
 const searchQuery = fc.oneof(
   encodedText.map((t) => `?query=${t}`),
-  fc.constantFrom('', '?', '?query=', '?query', '?query=a&query=b', '?query=%00', '?query=a%00b', '?query[]=x', '?QUERY=x', '?%00=x', '?query=%25', '?query=_', '?query=%5C', '?query=%ZZ', '?query=%ED%A0%80', '?query=%FF'),
+  fc.constantFrom(
+    '',
+    '?',
+    '?query=',
+    '?query',
+    '?query=a&query=b',
+    '?query=%00',
+    '?query=a%00b',
+    '?query[]=x',
+    '?QUERY=x',
+    '?%00=x',
+    '?query=%25',
+    '?query=_',
+    '?query=%5C',
+    '?query=%ZZ',
+    '?query=%ED%A0%80',
+    '?query=%FF',
+  ),
   fc.integer({ min: 1, max: 3000 }).map((n) => `?${'query=x&'.repeat(n)}`),
   longSegment.map((s) => `?query=${s}`),
 );
 
 function targets(world: World): fc.Arbitrary<string> {
   return fc.oneof(
-    { weight: 6, arbitrary: fc.constantFrom('/bikes/all', '/bikes/all/', '/BIKES/ALL', '/bikes/all?x=1', '//bikes/all', '/bikes/%61ll', 'http://localhost/bikes/all') },
+    {
+      weight: 6,
+      arbitrary: fc.constantFrom(
+        '/bikes/all',
+        '/bikes/all/',
+        '/BIKES/ALL',
+        '/bikes/all?x=1',
+        '//bikes/all',
+        '/bikes/%61ll',
+        'http://localhost/bikes/all',
+      ),
+    },
     { weight: 30, arbitrary: idSegments(world).map((id) => `/bikes/${id}`) },
     { weight: 8, arbitrary: handleSegments(world).map((h) => `/bikes/by-handle/${h}`) },
     { weight: 8, arbitrary: searchQuery.map((q) => `/bikes/search/by-title${q}`) },
     { weight: 12, arbitrary: fc.constantFrom('/bikes', '/bikes/', '/Bikes/', '/bikes//', '/bikes?x=%00') },
     { weight: 6, arbitrary: fc.constantFrom('/api/user', '/api/user/', '/api/user?username=x', '/API/USER') },
-    { weight: 3, arbitrary: fc.constantFrom('/healthz', '/readyz', '/openapi.json', '/docs', '/docs/', '/docs/swagger-ui.css', '/docs/nope.js', '/docs/..%2f..%2fpackage.json') },
+    {
+      weight: 3,
+      arbitrary: fc.constantFrom(
+        '/healthz',
+        '/readyz',
+        '/openapi.json',
+        '/docs',
+        '/docs/',
+        '/docs/swagger-ui.css',
+        '/docs/nope.js',
+        '/docs/..%2f..%2fpackage.json',
+      ),
+    },
     { weight: 4, arbitrary: fc.webPath() },
-    { weight: 2, arbitrary: fc.constantFrom('*', '/', '', '/bikes/by-handle/', '/bikes/search', '/bikes/search/by-title/x', '/%', '/bikes/%ZZ/x') },
+    {
+      weight: 2,
+      arbitrary: fc.constantFrom(
+        '*',
+        '/',
+        '',
+        '/bikes/by-handle/',
+        '/bikes/search',
+        '/bikes/search/by-title/x',
+        '/%',
+        '/bikes/%ZZ/x',
+      ),
+    },
   );
 }
 
@@ -330,7 +450,24 @@ const methods = fc.oneof(
   { weight: 15, arbitrary: fc.constant('PATCH') },
   { weight: 8, arbitrary: fc.constant('DELETE') },
   { weight: 3, arbitrary: fc.constant('OPTIONS') },
-  { weight: 6, arbitrary: fc.constantFrom('TRACE', 'CONNECT', 'PROPFIND', 'PURGE', 'QUERY', 'SEARCH', 'MKCOL', 'LOCK', 'M-SEARCH', 'FOO', 'get', 'PRI', 'BREW') },
+  {
+    weight: 6,
+    arbitrary: fc.constantFrom(
+      'TRACE',
+      'CONNECT',
+      'PROPFIND',
+      'PURGE',
+      'QUERY',
+      'SEARCH',
+      'MKCOL',
+      'LOCK',
+      'M-SEARCH',
+      'FOO',
+      'get',
+      'PRI',
+      'BREW',
+    ),
+  },
 );
 
 function authorizations(world: World): fc.Arbitrary<{ header?: string; auth: Auth }> {
@@ -339,11 +476,26 @@ function authorizations(world: World): fc.Arbitrary<{ header?: string; auth: Aut
     { weight: 3, arbitrary: fc.constant({ header: `bearer ${world.token}`, auth: 'valid' as const }) },
     { weight: 3, arbitrary: fc.constant({ header: `Basic ${world.token}`, auth: 'valid' as const }) },
     { weight: 8, arbitrary: fc.constant({ auth: 'missing' as const }) },
-    { weight: 2, arbitrary: fc.constantFrom('Bearer', 'Bearer ', '', world.token, `Bearer  ${world.token}`).map((header) => ({ header, auth: 'missing' as const })) },
+    {
+      weight: 2,
+      arbitrary: fc
+        .constantFrom('Bearer', 'Bearer ', '', world.token, `Bearer  ${world.token}`)
+        .map((header) => ({ header, auth: 'missing' as const })),
+    },
     {
       weight: 6,
       arbitrary: fc
-        .oneof(fc.constantFrom(world.foreignToken, `${world.token}x`, 'a.b.c', 'null', '%00', world.token.split('.').slice(0, 2).join('.') + '.'), fc.string({ unit: 'grapheme-ascii', minLength: 1, maxLength: 60 }).filter((s) => !/\s/.test(s)))
+        .oneof(
+          fc.constantFrom(
+            world.foreignToken,
+            `${world.token}x`,
+            'a.b.c',
+            'null',
+            '%00',
+            world.token.split('.').slice(0, 2).join('.') + '.',
+          ),
+          fc.string({ unit: 'grapheme-ascii', minLength: 1, maxLength: 60 }).filter((s) => !/\s/.test(s)),
+        )
         .map((token) => ({ header: `Bearer ${token}`, auth: 'invalid' as const })),
     },
   );
@@ -399,8 +551,13 @@ const extraHeaders = fc.subarray(
 export function describeRequest(request: RawRequest, kind: BodyKind): string {
   const { method, target, headers = [], body, framing } = request;
   const shortTarget = target.length > 120 ? `${target.slice(0, 120)}… (${target.length} chars)` : target;
-  const shownHeaders = headers.map(([name, value]) => `${name}: ${name === 'Authorization' ? value.replace(/\S+$/, (t) => `<${t.length} chars>`) : value.slice(0, 60)}`);
-  const shownBody = body ? ` ${kind} body, ${body.length} bytes ${framing}: ${JSON.stringify(body.subarray(0, 120).toString('utf8'))}` : ' no body';
+  const shownHeaders = headers.map(
+    ([name, value]) =>
+      `${name}: ${name === 'Authorization' ? value.replace(/\S+$/, (t) => `<${t.length} chars>`) : value.slice(0, 60)}`,
+  );
+  const shownBody = body
+    ? ` ${kind} body, ${body.length} bytes ${framing}: ${JSON.stringify(body.subarray(0, 120).toString('utf8'))}`
+    : ' no body';
   return `${method} ${shortTarget} [${shownHeaders.join(' | ')}]${shownBody}`;
 }
 
@@ -416,15 +573,56 @@ function intents(world: World): fc.Arbitrary<{ method: string; target: string; b
   const intent = (method: fc.Arbitrary<string>, target: fc.Arbitrary<string>, body: fc.Arbitrary<Body>) =>
     fc.record({ method, target, body });
   return fc.oneof(
-    { weight: 14, arbitrary: intent(fc.constant('POST'), fc.constantFrom('/bikes', '/bikes/', '/Bikes/'), bodyMix(b, { 'valid-create': 25, 'mutated-bike': 10 })) },
-    { weight: 12, arbitrary: intent(fc.constant('PUT'), onId, bodyMix(b, { 'valid-replace': 25, 'mutated-bike': 10 })) },
+    {
+      weight: 14,
+      arbitrary: intent(
+        fc.constant('POST'),
+        fc.constantFrom('/bikes', '/bikes/', '/Bikes/'),
+        bodyMix(b, { 'valid-create': 25, 'mutated-bike': 10 }),
+      ),
+    },
+    {
+      weight: 12,
+      arbitrary: intent(fc.constant('PUT'), onId, bodyMix(b, { 'valid-replace': 25, 'mutated-bike': 10 })),
+    },
     { weight: 12, arbitrary: intent(fc.constant('PATCH'), onId, bodyMix(b, { 'valid-patch': 25, 'mutated-bike': 5 })) },
     { weight: 5, arbitrary: intent(fc.constant('DELETE'), onId, bodyMix(b, { none: 30 })) },
     { weight: 10, arbitrary: intent(fc.constantFrom('GET', 'GET', 'GET', 'HEAD'), onId, bodyMix(b, { none: 40 })) },
-    { weight: 5, arbitrary: intent(fc.constantFrom('GET', 'HEAD'), handleSegments(world).map((h) => `/bikes/by-handle/${h}`), bodyMix(b, { none: 40 })) },
-    { weight: 5, arbitrary: intent(fc.constantFrom('GET', 'HEAD'), searchQuery.map((q) => `/bikes/search/by-title${q}`), bodyMix(b, { none: 40 })) },
-    { weight: 2, arbitrary: intent(fc.constantFrom('GET', 'HEAD'), fc.constantFrom('/bikes/all', '/bikes/all/', '/BIKES/ALL', '/bikes/all?x=1', 'http://localhost/bikes/all'), bodyMix(b, { none: 40 })) },
-    { weight: 5, arbitrary: intent(fc.constant('POST'), fc.constantFrom('/api/user', '/api/user/', '/API/USER'), fc.oneof(bodyMix(b, { none: 20, form: 10 }), fc.jsonValue({ maxDepth: 2 }).map((username) => jsonBody('random-json', { username })))) },
+    {
+      weight: 5,
+      arbitrary: intent(
+        fc.constantFrom('GET', 'HEAD'),
+        handleSegments(world).map((h) => `/bikes/by-handle/${h}`),
+        bodyMix(b, { none: 40 }),
+      ),
+    },
+    {
+      weight: 5,
+      arbitrary: intent(
+        fc.constantFrom('GET', 'HEAD'),
+        searchQuery.map((q) => `/bikes/search/by-title${q}`),
+        bodyMix(b, { none: 40 }),
+      ),
+    },
+    {
+      weight: 2,
+      arbitrary: intent(
+        fc.constantFrom('GET', 'HEAD'),
+        fc.constantFrom('/bikes/all', '/bikes/all/', '/BIKES/ALL', '/bikes/all?x=1', 'http://localhost/bikes/all'),
+        bodyMix(b, { none: 40 }),
+      ),
+    },
+    {
+      weight: 5,
+      arbitrary: intent(
+        fc.constant('POST'),
+        fc.constantFrom('/api/user', '/api/user/', '/API/USER'),
+        fc.oneof(
+          bodyMix(b, { none: 20, form: 10 }),
+          fc.jsonValue({ maxDepth: 2 }).map((username) => jsonBody('random-json', { username })),
+        ),
+      ),
+    },
     { weight: 25, arbitrary: intent(methods, targets(world), any) },
   );
 }
@@ -435,9 +633,15 @@ export function fuzzCases(world: World): fc.Arbitrary<FuzzCase> {
       intent: intents(world),
       authorization: authorizations(world),
       contentType: contentTypes,
-      extra: fc.oneof({ weight: 4, arbitrary: fc.constant([] as Array<[string, string]>) }, { weight: 1, arbitrary: extraHeaders }),
+      extra: fc.oneof(
+        { weight: 4, arbitrary: fc.constant([] as Array<[string, string]>) },
+        { weight: 1, arbitrary: extraHeaders },
+      ),
       chunked: fc.boolean(),
-      manyHeaders: fc.oneof({ weight: 40, arbitrary: fc.constant(0) }, { weight: 1, arbitrary: fc.integer({ min: 50, max: 500 }) }),
+      manyHeaders: fc.oneof(
+        { weight: 40, arbitrary: fc.constant(0) },
+        { weight: 1, arbitrary: fc.integer({ min: 50, max: 500 }) },
+      ),
     })
     .map(({ intent: { method, target, body }, authorization, contentType, extra, chunked, manyHeaders }) => {
       const headers: Array<[string, string]> = [['Host', 'localhost']];
@@ -449,7 +653,10 @@ export function fuzzCases(world: World): fc.Arbitrary<FuzzCase> {
       for (let i = 0; i < manyHeaders; i++) headers.push([`X-Filler-${i}`, String(i)]);
 
       const oddReading = extra.some(
-        ([name, value]) => (name === 'Content-Encoding' && value !== 'identity') || name === 'Content-Type' || name === 'Transfer-Encoding',
+        ([name, value]) =>
+          (name === 'Content-Encoding' && value !== 'identity') ||
+          name === 'Content-Type' ||
+          name === 'Transfer-Encoding',
       );
       let sentJson: unknown;
       if (body.bytes && body.json) {
@@ -459,7 +666,13 @@ export function fuzzCases(world: World): fc.Arbitrary<FuzzCase> {
           sentJson = undefined;
         }
       }
-      const request: RawRequest = { method, target, headers, body: body.bytes, framing: chunked && body.bytes ? 'chunked' : 'length' };
+      const request: RawRequest = {
+        method,
+        target,
+        headers,
+        body: body.bytes,
+        framing: chunked && body.bytes ? 'chunked' : 'length',
+      };
       return {
         request,
         // How fast-check prints a failing case: short, and without the token.
@@ -467,7 +680,8 @@ export function fuzzCases(world: World): fc.Arbitrary<FuzzCase> {
         auth: authorization.auth,
         bodyKind: body.kind,
         sentJson: body.kind === 'invalid-utf8' ? undefined : sentJson,
-        plainJson: body.json && (type === 'application/json' || type === 'application/json; charset=utf-8') && !oddReading,
+        plainJson:
+          body.json && (type === 'application/json' || type === 'application/json; charset=utf-8') && !oddReading,
       };
     });
 }

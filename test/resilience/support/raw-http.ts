@@ -95,7 +95,10 @@ export function parseResponse(data: Buffer, isHead: boolean, ended: boolean): Pa
     if (headers['content-length'] !== undefined) {
       const length = Number(headers['content-length']);
       if (data.length < bodyStart + length) return 'incomplete';
-      return { response: { status, headers, body: data.subarray(bodyStart, bodyStart + length) }, rest: data.subarray(bodyStart + length) };
+      return {
+        response: { status, headers, body: data.subarray(bodyStart, bodyStart + length) },
+        rest: data.subarray(bodyStart + length),
+      };
     }
     // No framing: the body runs to the end of the connection.
     if (!ended) return 'incomplete';
@@ -152,7 +155,10 @@ export class RawConnection {
     return socket;
   }
 
-  async send(request: RawRequest | Buffer, isHead = !Buffer.isBuffer(request) && request.method === 'HEAD'): Promise<RawResponse> {
+  async send(
+    request: RawRequest | Buffer,
+    isHead = !Buffer.isBuffer(request) && request.method === 'HEAD',
+  ): Promise<RawResponse> {
     const socket = this.socket && !this.ended && !this.failure ? this.socket : await this.connect();
     const bytes = Buffer.isBuffer(request) ? request : encodeRequest(request);
     // The server may answer (413) and close before it has read everything: a write error then
@@ -174,7 +180,9 @@ export class RawConnection {
         return { ...parsed.response, closed: closes || this.ended };
       }
       if (this.ended || this.failure) {
-        const why = this.failure ? `failed (${(this.failure as NodeJS.ErrnoException).code ?? this.failure.message})` : 'was closed';
+        const why = this.failure
+          ? `failed (${(this.failure as NodeJS.ErrnoException).code ?? this.failure.message})`
+          : 'was closed';
         this.close();
         throw new DroppedConnection(`the connection ${why} before a whole response came (${this.buffer.length} bytes)`);
       }

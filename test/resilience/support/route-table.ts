@@ -49,7 +49,12 @@ export const ROUTES: Route[] = [
   { pattern: /^\/bikes\/by-handle\/[^/]+$/, methods: READ([200, 404]) },
   {
     pattern: /^\/bikes\/[^/]+$/,
-    methods: { GET: [200, 404], PUT: [200, 401, 403, 404, 413], PATCH: [200, 400, 401, 403, 404, 413], DELETE: [200, 401, 403, 404] },
+    methods: {
+      GET: [200, 404],
+      PUT: [200, 401, 403, 404, 413],
+      PATCH: [200, 400, 401, 403, 404, 413],
+      DELETE: [200, 401, 403, 404],
+    },
     protected: ['PUT', 'PATCH', 'DELETE'],
   },
   { pattern: /^\/bikes$/, methods: { POST: [200, 400, 401, 403, 413] }, protected: ['POST'] },
