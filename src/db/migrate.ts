@@ -104,7 +104,7 @@ export async function migrate(
         await client.query('COMMIT');
       } catch (err) {
         await client.query('ROLLBACK');
-        throw new Error(`migration ${migration.name} failed: ${(err as Error).message}`);
+        throw new Error(`migration ${migration.name} failed: ${(err as Error).message}`, { cause: err });
       }
       log(`applied migration ${migration.name}`);
       newlyApplied.push(migration.name);
