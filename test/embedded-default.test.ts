@@ -73,7 +73,10 @@ describe('the service on an external database (DATABASE_URL)', () => {
 
   it('applies the migrations and serves with the JWT_SECRET given', async () => {
     const databaseUrl = await createTestDatabase();
-    const svc = await spawnService({ DATABASE_URL: databaseUrl, JWT_SECRET: 'operator-secret-for-the-external-db-0123' });
+    const svc = await spawnService({
+      DATABASE_URL: databaseUrl,
+      JWT_SECRET: 'operator-secret-for-the-external-db-0123',
+    });
     try {
       const res = await fetch(`${svc.baseUrl}/bikes/all`);
       expect(res.status).toBe(200);

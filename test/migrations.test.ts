@@ -79,7 +79,10 @@ describe('the migration runner', () => {
       fs.mkdirSync(path.join(dir, '001_good'));
       fs.writeFileSync(path.join(dir, '001_good', 'migration.sql'), 'CREATE TABLE good (id int);');
       fs.mkdirSync(path.join(dir, '002_bad'));
-      fs.writeFileSync(path.join(dir, '002_bad', 'migration.sql'), 'CREATE TABLE half (id int);\nSELECT no_such_function();');
+      fs.writeFileSync(
+        path.join(dir, '002_bad', 'migration.sql'),
+        'CREATE TABLE half (id int);\nSELECT no_such_function();',
+      );
     });
     afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
 
@@ -87,7 +90,10 @@ describe('the migration runner', () => {
       const url = await createEmptyTestDatabase();
       await expect(migrate(url, () => undefined, readMigrations(dir))).rejects.toThrow(/002_bad/);
       expect((await recorded(url)).map((r) => r.migration_name)).toEqual(['001_good']);
-      const tables = await query<{ tablename: string }>(url, `SELECT tablename FROM pg_tables WHERE schemaname = 'public' ORDER BY 1`);
+      const tables = await query<{ tablename: string }>(
+        url,
+        `SELECT tablename FROM pg_tables WHERE schemaname = 'public' ORDER BY 1`,
+      );
       expect(tables.map((t) => t.tablename)).toEqual(['_prisma_migrations', 'good']);
     });
   });

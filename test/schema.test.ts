@@ -92,11 +92,15 @@ describe('the database schema', () => {
           const columns = index.fields.map((f) => columnOf(f.name));
           // Prisma's default constraint and index names.
           const suffix = { id: 'pkey', unique: 'key', normal: 'idx', fulltext: 'idx' }[index.type];
-          const name = index.dbName ?? (index.type === 'id' ? `${table}_pkey` : `${table}_${columns.join('_')}_${suffix}`);
+          const name =
+            index.dbName ?? (index.type === 'id' ? `${table}_pkey` : `${table}_${columns.join('_')}_${suffix}`);
           const unique = index.type === 'id' || index.type === 'unique' ? 'UNIQUE ' : '';
           const method = (index.algorithm ?? 'BTree').toLowerCase();
           const parts = index.fields.map((f) => [columnOf(f.name), f.operatorClass].filter(Boolean).join(' '));
-          return { indexname: name, indexdef: `CREATE ${unique}INDEX ${name} ON public.${table} USING ${method} (${parts.join(', ')})` };
+          return {
+            indexname: name,
+            indexdef: `CREATE ${unique}INDEX ${name} ON public.${table} USING ${method} (${parts.join(', ')})`,
+          };
         });
       const byName = (a: { indexname: string }, b: { indexname: string }) => a.indexname.localeCompare(b.indexname);
       expect([...rows].sort(byName)).toEqual(expected.sort(byName));

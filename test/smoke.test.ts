@@ -12,7 +12,11 @@ describe('the service, end to end', () => {
     const api = client(svc.baseUrl, await svc.token());
     const fields = newBike();
     const created = await api.create(fields);
-    expect(created).toEqual({ id: expect.any(String), handle: fields.title.replaceAll(' ', '-').toLowerCase(), ...fields });
+    expect(created).toEqual({
+      id: expect.any(String),
+      handle: fields.title.replaceAll(' ', '-').toLowerCase(),
+      ...fields,
+    });
 
     const byId = await api.request('GET', `/bikes/${created.id}`);
     expect(byId.status).toBe(200);

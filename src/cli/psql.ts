@@ -32,7 +32,11 @@ main().then(
   (code) => process.exit(code),
   (err) => {
     const missing = (err as NodeJS.ErrnoException).code === 'ENOENT';
-    console.error(missing ? 'psql is not installed (Debian/Ubuntu: apt-get install postgresql-client)' : `db:psql failed: ${(err as Error).message}`);
+    console.error(
+      missing
+        ? 'psql is not installed (Debian/Ubuntu: apt-get install postgresql-client)'
+        : `db:psql failed: ${(err as Error).message}`,
+    );
     process.exit(1);
   },
 );

@@ -76,7 +76,9 @@ export async function migrate(
       );
     }
     const applied = new Map(
-      rows.filter((row) => row.finished_at !== null && row.rolled_back_at === null).map((row) => [row.migration_name, row]),
+      rows
+        .filter((row) => row.finished_at !== null && row.rolled_back_at === null)
+        .map((row) => [row.migration_name, row]),
     );
 
     const newlyApplied: string[] = [];
@@ -116,7 +118,10 @@ export async function migrate(
 }
 
 /** True when every committed migration is recorded as applied (used by the readiness check). */
-export async function pendingMigrations(client: Pick<Client, 'query'>, migrations = readMigrations()): Promise<string[]> {
+export async function pendingMigrations(
+  client: Pick<Client, 'query'>,
+  migrations = readMigrations(),
+): Promise<string[]> {
   const { rows } = await client.query<{ migration_name: string }>(
     `SELECT migration_name FROM "_prisma_migrations" WHERE finished_at IS NOT NULL AND rolled_back_at IS NULL`,
   );

@@ -21,7 +21,11 @@ export function newBike(overrides: Partial<BikeFields> = {}): BikeFields {
 }
 
 export interface Client {
-  request(method: string, path: string, options?: { body?: unknown; token?: string; headers?: Record<string, string> }): Promise<Response>;
+  request(
+    method: string,
+    path: string,
+    options?: { body?: unknown; token?: string; headers?: Record<string, string> },
+  ): Promise<Response>;
   create(fields?: BikeFields): Promise<Bike>;
 }
 

@@ -282,13 +282,11 @@ function bodyArbitraries(world: World): BodyArbitraries {
         json: true,
       };
     }),
-    oversized: fc
-      .integer({ min: 1024 * 1024 + 1, max: 3 * 1024 * 1024 })
-      .map((size) => ({
-        kind: 'oversized' as const,
-        bytes: Buffer.from(`{"title":"${'a'.repeat(size)}"}`),
-        json: true,
-      })),
+    oversized: fc.integer({ min: 1024 * 1024 + 1, max: 3 * 1024 * 1024 }).map((size) => ({
+      kind: 'oversized' as const,
+      bytes: Buffer.from(`{"title":"${'a'.repeat(size)}"}`),
+      json: true,
+    })),
   };
 }
 
