@@ -76,7 +76,9 @@ async function sendArray(pool, res, term) {
   const pattern = term ? `%${escapeLike(term)}%` : undefined;
   const batch = async (after) => {
     const { rows } =
-      pattern === undefined ? await pool.query(SQL.batch, [after, BATCH]) : await pool.query(SQL.titleBatch, [pattern, after, BATCH]);
+      pattern === undefined
+        ? await pool.query(SQL.batch, [after, BATCH])
+        : await pool.query(SQL.titleBatch, [pattern, after, BATCH]);
     return rows;
   };
   const first = await batch(BEFORE_FIRST_SEQ);

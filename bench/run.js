@@ -1,13 +1,13 @@
 'use strict';
 
 /**
- * npm run bench [-- --count 100000 --duration 10 --connections 10 --fetches 5 --cpu-prof]
+ * npm run bench [-- --count 100000 --duration 5 --rounds 3 --connections 10 --fetches 5 --cpu-prof]
  * npm run bench -- --explain     EXPLAIN (ANALYZE) of each read statement on the seeded table, no load
  *
  * Starts an embedded PostgreSQL in a temporary directory, migrates and seeds it with N bikes,
  * then drives the built service (node dist/server.js) and the plain baseline (bench/baseline.js)
- * with the same load, one after the other, over the same database, and prints throughput,
- * latency, peak RSS and the ratios between the two. Needs a current dist/ (npm run build).
+ * with the same load over the same database, taking turns, and prints throughput, latency, peak
+ * RSS and the ratios between the two. Needs a current dist/ (npm run build does it).
  */
 const { spawn } = require('node:child_process');
 const { createHash, randomBytes } = require('node:crypto');
@@ -32,7 +32,8 @@ const TARGETS = { throughput: 0.7, allTime: 1.5, allRssGrowthMb: 60 };
 const { values: args } = parseArgs({
   options: {
     count: { type: 'string', default: '100000' },
-    duration: { type: 'string', default: '10' },
+    duration: { type: 'string', default: '5' },
+    rounds: { type: 'string', default: '3' },
     connections: { type: 'string', default: '10' },
     fetches: { type: 'string', default: '5' },
     'cpu-prof': { type: 'boolean', default: false },
@@ -41,6 +42,7 @@ const { values: args } = parseArgs({
 });
 const COUNT = Number(args.count);
 const DURATION = Number(args.duration);
+const ROUNDS = Number(args.rounds);
 const CONNECTIONS = Number(args.connections);
 const FETCHES = Number(args.fetches);
 
@@ -66,27 +68,30 @@ function memoryOf(pid) {
   return { rss: field('VmRSS'), hwm: field('VmHWM') };
 }
 
-/** Peak RSS of a process while `work` runs: VmHWM reset before (Linux clear_refs), and sampled every 20 ms. */
-async function withRssSampling(pid, work) {
-  let hwmWasReset = true;
-  try {
-    fs.writeFileSync(`/proc/${pid}/clear_refs`, '5');
-  } catch {
-    hwmWasReset = false;
-  }
-  let peak = memoryOf(pid).rss;
-  const timer = setInterval(() => {
+/** Peak RSS of each process while `work` runs: VmHWM reset before (Linux clear_refs), and sampled every 20 ms. */
+async function withRssSampling(pids, work) {
+  const hwmWasReset = pids.map((pid) => {
     try {
-      peak = Math.max(peak, memoryOf(pid).rss);
+      fs.writeFileSync(`/proc/${pid}/clear_refs`, '5');
+      return true;
     } catch {
-      // the process is gone; the caller will notice
+      return false;
     }
-  }, 20);
+  });
+  const peaks = pids.map((pid) => memoryOf(pid).rss);
+  const sample = () =>
+    pids.forEach((pid, i) => {
+      try {
+        peaks[i] = Math.max(peaks[i], memoryOf(pid).rss);
+      } catch {
+        // the process is gone; the caller will notice
+      }
+    });
+  const timer = setInterval(sample, 20);
   try {
-    const result = await work();
-    const after = memoryOf(pid);
-    peak = Math.max(peak, after.rss, hwmWasReset ? after.hwm : 0);
-    return { result, peakRss: peak };
+    await work();
+    sample();
+    return pids.map((pid, i) => Math.max(peaks[i], hwmWasReset[i] ? memoryOf(pid).hwm : 0));
   } finally {
     clearInterval(timer);
   }
@@ -169,7 +174,8 @@ const SCENARIOS = [
   ['search', 'GET /bikes/search/by-title (selective)'],
 ];
 
-async function measure(name, command, env, samples, workDir) {
+/** Starts one of the two servers as a child process, its output in a log file, and waits until it answers. */
+async function startServer(name, command, env, workDir) {
   const port = await freePort();
   const baseUrl = `http://127.0.0.1:${port}`;
   const logFd = fs.openSync(path.join(workDir, `${name}.log`), 'a');
@@ -182,61 +188,101 @@ async function measure(name, command, env, samples, workDir) {
   const exited = new Promise((resolve) => child.once('exit', resolve));
   try {
     await waitUntilAnswering(baseUrl, child);
-    const pid = child.pid;
+  } catch (err) {
+    child.kill('SIGKILL');
+    const output = fs.readFileSync(path.join(workDir, `${name}.log`), 'utf8').slice(-2000);
+    throw new Error(`${name}: ${err.message}; its output:\n${output}`, { cause: err });
+  }
+  return {
+    name,
+    baseUrl,
+    pid: child.pid,
+    async stop() {
+      child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
 
-    log(`${name}: warming up`);
-    for (const [key] of SCENARIOS) await cannon(baseUrl, samples[key], 1);
-    const check = {};
-    for (const [key] of SCENARIOS) check[key] = (await get(`${baseUrl}${samples[key][0]}`)).sha256;
-    await sleep(1000);
-    const idle = memoryOf(pid);
+const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
 
-    // The first fetch warms the code path up: it counts for memory but not for time.
-    log(`${name}: fetching /bikes/all ${FETCHES + 1} times`);
-    const all = await withRssSampling(pid, async () => {
-      const runs = [];
-      for (let i = 0; i <= FETCHES; i++) runs.push(await get(`${baseUrl}/bikes/all`));
-      return runs;
-    });
-    for (const run of all.result) {
-      if (run.status !== 200) throw new Error(`${name}: /bikes/all answered ${run.status}`);
-    }
+/**
+ * Both servers run side by side over the same database; they take turns, so the load each one
+ * gets is measured close in time to the other's: shared machines drift, and ratios are what count.
+ */
+async function measure(servers, samples) {
+  const [service, baseline] = servers;
+  const out = { service: { results: {}, check: {} }, baseline: { results: {}, check: {} } };
 
-    const results = {};
-    for (const [key, label] of SCENARIOS) {
-      log(`${name}: ${label} for ${DURATION} s`);
-      const { result, peakRss } = await withRssSampling(pid, () => cannon(baseUrl, samples[key], DURATION));
-      if (result.non2xx > 0 || result.errors > 0) {
-        throw new Error(`${name}: ${label}: ${result.non2xx} non-2xx answers, ${result.errors} errors`);
+  for (const server of servers) {
+    log(`${server.name}: warming up`);
+    for (const [key] of SCENARIOS) await cannon(server.baseUrl, samples[key], 1);
+    for (const [key] of SCENARIOS)
+      out[server.name].check[key] = (await get(`${server.baseUrl}${samples[key][0]}`)).sha256;
+  }
+  await sleep(1000);
+
+  // /bikes/all: idle RSS first, then the fetches in turns; the first fetch of each warms the
+  // code path up, so it counts for memory but not for time.
+  log(`/bikes/all: ${FETCHES + 1} fetches from each, in turns`);
+  const idle = Object.fromEntries(servers.map((s) => [s.name, memoryOf(s.pid).rss]));
+  const runs = { service: [], baseline: [] };
+  const peaks = await withRssSampling(
+    servers.map((s) => s.pid),
+    async () => {
+      for (let i = 0; i <= FETCHES; i++) {
+        for (const server of i % 2 ? [baseline, service] : servers) {
+          const run = await get(`${server.baseUrl}/bikes/all`);
+          if (run.status !== 200) throw new Error(`${server.name}: /bikes/all answered ${run.status}`);
+          runs[server.name].push(run);
+        }
       }
-      results[key] = {
-        rps: result.requests.total / result.duration,
-        p50: result.latency.p50,
-        p99: result.latency.p99,
-        peakRss,
+    },
+  );
+  for (const [i, server] of servers.entries()) {
+    const times = runs[server.name].slice(1).map((r) => r.ms);
+    out[server.name].all = {
+      medianMs: median(times),
+      bestMs: Math.min(...times),
+      bytes: runs[server.name][0].bytes,
+      sha256: runs[server.name][0].sha256,
+      idleRss: idle[server.name],
+      peakRss: peaks[i],
+      growth: peaks[i] - idle[server.name],
+    };
+  }
+
+  for (const [key, label] of SCENARIOS) {
+    const rounds = { service: [], baseline: [] };
+    for (let round = 0; round < ROUNDS; round++) {
+      for (const server of round % 2 ? [baseline, service] : servers) {
+        log(`${label}: ${server.name}, round ${round + 1} of ${ROUNDS}, ${DURATION} s`);
+        const [peakRss] = await withRssSampling([server.pid], async () => {
+          const result = await cannon(server.baseUrl, samples[key], DURATION);
+          if (result.non2xx > 0 || result.errors > 0) {
+            throw new Error(`${server.name}: ${label}: ${result.non2xx} non-2xx answers, ${result.errors} errors`);
+          }
+          rounds[server.name].push({
+            rps: result.requests.total / result.duration,
+            p50: result.latency.p50,
+            p99: result.latency.p99,
+          });
+        });
+        rounds[server.name].at(-1).peakRss = peakRss;
+      }
+    }
+    for (const server of servers) {
+      const mine = rounds[server.name];
+      out[server.name].results[key] = {
+        rps: median(mine.map((r) => r.rps)),
+        p50: median(mine.map((r) => r.p50)),
+        p99: median(mine.map((r) => r.p99)),
+        peakRss: Math.max(...mine.map((r) => r.peakRss)),
       };
     }
-    const times = all.result
-      .slice(1)
-      .map((r) => r.ms)
-      .sort((a, b) => a - b);
-    return {
-      results,
-      all: {
-        medianMs: times[Math.floor(times.length / 2)],
-        bestMs: times[0],
-        bytes: all.result[0].bytes,
-        sha256: all.result[0].sha256,
-        idleRss: idle.rss,
-        peakRss: all.peakRss,
-        growth: all.peakRss - idle.rss,
-      },
-      check,
-    };
-  } finally {
-    child.kill('SIGTERM');
-    await exited;
+    out.service.results[key].ratios = rounds.service.map((r, i) => r.rps / rounds.baseline[i].rps);
   }
+  return out;
 }
 
 function table(rows) {
@@ -244,38 +290,69 @@ function table(rows) {
   return rows.map((r) => '| ' + r.map((c, i) => String(c).padEnd(widths[i])).join(' | ') + ' |').join('\n');
 }
 
-function report(service, baseline, samples) {
+function report({ service, baseline }, samples) {
   const f0 = (n) => n.toFixed(0);
   const f1 = (n) => n.toFixed(1);
   const f2 = (n) => n.toFixed(2);
   const verdict = (ok) => (ok ? 'met' : 'MISSED');
   const rows = [
-    ['scenario', 'service req/s', 'baseline req/s', 'ratio', 'service p50/p99 ms', 'baseline p50/p99 ms', 'service peak RSS MB', 'baseline peak RSS MB', 'target'],
+    [
+      'scenario',
+      'service req/s',
+      'baseline req/s',
+      'ratio (per round)',
+      'service p50/p99 ms',
+      'baseline p50/p99 ms',
+      'service peak RSS MB',
+      'baseline peak RSS MB',
+      'target',
+    ],
   ];
   for (const [key, label] of SCENARIOS) {
     const s = service.results[key];
     const b = baseline.results[key];
-    const ratio = s.rps / b.rps;
+    const ratio = median(s.ratios);
     const target = key === 'byHandle' ? 'none' : `>= ${TARGETS.throughput}: ${verdict(ratio >= TARGETS.throughput)}`;
-    rows.push([label, f0(s.rps), f0(b.rps), f2(ratio), `${s.p50} / ${s.p99}`, `${b.p50} / ${b.p99}`, f1(mb(s.peakRss)), f1(mb(b.peakRss)), target]);
+    rows.push([
+      label,
+      f0(s.rps),
+      f0(b.rps),
+      `${f2(ratio)} (${s.ratios.map(f2).join(' ')})`,
+      `${s.p50} / ${s.p99}`,
+      `${b.p50} / ${b.p99}`,
+      f1(mb(s.peakRss)),
+      f1(mb(b.peakRss)),
+      target,
+    ]);
   }
   const sa = service.all;
   const ba = baseline.all;
   const timeRatio = sa.medianMs / ba.medianMs;
   const allRows = [
     ['GET /bikes/all', 'service', 'baseline', 'ratio', 'target'],
-    ['time to last byte, median ms', f0(sa.medianMs), f0(ba.medianMs), f2(timeRatio), `<= ${TARGETS.allTime}: ${verdict(timeRatio <= TARGETS.allTime)}`],
+    [
+      'time to last byte, median ms',
+      f0(sa.medianMs),
+      f0(ba.medianMs),
+      f2(timeRatio),
+      `<= ${TARGETS.allTime}: ${verdict(timeRatio <= TARGETS.allTime)}`,
+    ],
     ['time to last byte, best ms', f0(sa.bestMs), f0(ba.bestMs), f2(sa.bestMs / ba.bestMs), ''],
     ['idle RSS MB (after warm-up)', f1(mb(sa.idleRss)), f1(mb(ba.idleRss)), '', ''],
     ['peak RSS MB during the fetches', f1(mb(sa.peakRss)), f1(mb(ba.peakRss)), '', ''],
-    ['RSS growth MB', f1(mb(sa.growth)), f1(mb(ba.growth)), '', `< ${TARGETS.allRssGrowthMb} (service): ${verdict(mb(sa.growth) < TARGETS.allRssGrowthMb)}`],
+    [
+      'RSS growth MB',
+      f1(mb(sa.growth)),
+      f1(mb(ba.growth)),
+      '',
+      `< ${TARGETS.allRssGrowthMb} (service): ${verdict(mb(sa.growth) < TARGETS.allRssGrowthMb)}`,
+    ],
   ];
-  const same =
-    sa.sha256 === ba.sha256 && SCENARIOS.every(([key]) => service.check[key] === baseline.check[key]);
+  const same = sa.sha256 === ba.sha256 && SCENARIOS.every(([key]) => service.check[key] === baseline.check[key]);
   const cpu = /^model name\s*:\s*(.*)$/m.exec(fs.readFileSync('/proc/cpuinfo', 'utf8'))?.[1] ?? 'unknown';
   console.log(`
-Bike catalog benchmark: ${COUNT} bikes, ${CONNECTIONS} connections, ${DURATION} s per scenario, /bikes/all fetched ${FETCHES} times
-Machine: ${os.cpus().length} CPUs (nproc ${os.availableParallelism()}), ${cpu}, Node ${process.version}, ${os.platform()} ${os.release()}
+Bike catalog benchmark: ${COUNT} bikes, ${CONNECTIONS} connections, ${ROUNDS} rounds of ${DURATION} s per scenario and server (in turns), /bikes/all fetched ${FETCHES} times each
+Machine: nproc ${os.availableParallelism()}, ${cpu}, Node ${process.version}, ${os.platform()} ${os.release()}, load average ${os.loadavg().map(f2).join(' ')}
 /bikes/all body: ${(sa.bytes / 1e6).toFixed(1)} MB; selective search: ${samples.matchesPerSearch.toFixed(1)} matches per term on average
 Service and baseline answered identically: ${same ? 'yes' : 'NO'}
 
@@ -302,7 +379,11 @@ async function explain(url) {
       ['/bikes/all, first batch', readStatements.batch, [start, LIST_BATCH_SIZE]],
       ['/bikes/all, a batch half-way', readStatements.batch, [sample.middle, LIST_BATCH_SIZE]],
       [`search, selective ("${sample.tag}")`, readStatements.titleBatch, [`%${sample.tag}%`, start, LIST_BATCH_SIZE]],
-      ['search, broad ("Gravel", an eighth of the bikes)', readStatements.titleBatch, ['%Gravel%', start, LIST_BATCH_SIZE]],
+      [
+        'search, broad ("Gravel", an eighth of the bikes)',
+        readStatements.titleBatch,
+        ['%Gravel%', start, LIST_BATCH_SIZE],
+      ],
     ];
     for (const [label, text, params] of cases) {
       const plan = await client.query(`EXPLAIN (ANALYZE, COSTS OFF) ${text}`, params);
@@ -316,9 +397,11 @@ async function explain(url) {
 async function main() {
   // A like-for-like comparison: the baseline must send exactly the statements the service sends.
   for (const [name, text] of Object.entries(readStatements)) {
-    if (baselineStatements[name] !== text) throw new Error(`bench/baseline.js has a different ${name} statement than the service`);
+    if (baselineStatements[name] !== text)
+      throw new Error(`bench/baseline.js has a different ${name} statement than the service`);
   }
-  if (baselineBatchSize !== LIST_BATCH_SIZE) throw new Error('bench/baseline.js reads batches of another size than the service');
+  if (baselineBatchSize !== LIST_BATCH_SIZE)
+    throw new Error('bench/baseline.js reads batches of another size than the service');
   const workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bike-bench-'));
   log(`starting PostgreSQL in ${workDir}`);
   const pg = await startEmbeddedPostgres({ dataDir: workDir, ephemeral: true });
@@ -343,15 +426,23 @@ async function main() {
     const samples = await pickSamples(pg.url);
 
     const profileDir = path.join(os.tmpdir(), 'bike-bench-profiles');
-    const service = await measure(
-      'service',
-      [...(args['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []), 'dist/server.js'],
-      { DATABASE_URL: pg.url, JWT_SECRET: randomBytes(32).toString('base64url'), LOG_LEVEL: 'info' },
-      samples,
-      workDir,
-    );
-    const baseline = await measure('baseline', [path.join(__dirname, 'baseline.js')], { DATABASE_URL: pg.url }, samples, workDir);
-    report(service, baseline, samples);
+    const servers = [];
+    try {
+      servers.push(
+        await startServer(
+          'service',
+          [...(args['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []), 'dist/server.js'],
+          { DATABASE_URL: pg.url, JWT_SECRET: randomBytes(32).toString('base64url'), LOG_LEVEL: 'info' },
+          workDir,
+        ),
+      );
+      servers.push(
+        await startServer('baseline', [path.join(__dirname, 'baseline.js')], { DATABASE_URL: pg.url }, workDir),
+      );
+      report(await measure(servers, samples), samples);
+    } finally {
+      for (const server of servers) await server.stop();
+    }
     if (args['cpu-prof']) log(`CPU profile of the service written to ${profileDir}`);
   } finally {
     await cleanUp();

@@ -70,7 +70,9 @@ async function insertBikes(databaseUrl: string, bikes: Bike[]): Promise<void> {
         b.priceRange.maxPrice.amount,
         b.priceRange.maxPrice.currencyCode,
       ]);
-      const placeholders = rows.map((_, r) => `(${Array.from({ length: 13 }, (_, c) => `$${r * 13 + c + 1}`).join(', ')})`);
+      const placeholders = rows.map(
+        (_, r) => `(${Array.from({ length: 13 }, (_, c) => `$${r * 13 + c + 1}`).join(', ')})`,
+      );
       await db.query(
         `INSERT INTO bikes (id, handle, title, product_type, created_at, description, vendor, available_for_sale,
                             total_inventory, min_price_amount, min_price_currency_code, max_price_amount, max_price_currency_code)
@@ -138,7 +140,9 @@ async function blockedServiceQuery(admin: Client, ignore: number[]): Promise<num
 }
 
 async function isWaitingForLock(admin: Client, pid: number): Promise<true | undefined> {
-  const { rows } = await admin.query(`SELECT 1 FROM pg_stat_activity WHERE pid = $1 AND wait_event_type = 'Lock'`, [pid]);
+  const { rows } = await admin.query(`SELECT 1 FROM pg_stat_activity WHERE pid = $1 AND wait_event_type = 'Lock'`, [
+    pid,
+  ]);
   return rows.length > 0 ? true : undefined;
 }
 
@@ -181,7 +185,24 @@ describe('streamed arrays over a catalog larger than one batch', () => {
   describe('GET /bikes/search/by-title', () => {
     // Terms with LIKE's wildcards and escape character, terms that match across several batches,
     // case, non-ASCII and the empty term (every bike).
-    const terms = ['Road', 'road', 'Carbon', '100%', '%', '100', '_', '50_50', '50-50', '\\', 'C:\\bikes', 'C:bikes', 'É', 'ÉLAN road 1', '7', ''];
+    const terms = [
+      'Road',
+      'road',
+      'Carbon',
+      '100%',
+      '%',
+      '100',
+      '_',
+      '50_50',
+      '50-50',
+      '\\',
+      'C:\\bikes',
+      'C:bikes',
+      'É',
+      'ÉLAN road 1',
+      '7',
+      '',
+    ];
 
     it.each(terms)('for %j answers exactly the bikes whose title contains it, in insertion order', async (term) => {
       const res = await getArray(`/bikes/search/by-title?query=${encodeURIComponent(term)}`);
@@ -218,9 +239,17 @@ describe('streamed arrays over a catalog larger than one batch', () => {
         await lock.take();
         const response = fetch(`${svc.baseUrl}${path}`);
         let statusSent = false;
-        void response.then(() => (statusSent = true), () => undefined);
+        void response.then(
+          () => (statusSent = true),
+          () => undefined,
+        );
         for (;;) {
-          const waiting = await eventually('a batch waits', () => blockedServiceQuery(admin, locks.map((l) => l.pid)));
+          const waiting = await eventually('a batch waits', () =>
+            blockedServiceQuery(
+              admin,
+              locks.map((l) => l.pid),
+            ),
+          );
           if (!statusSent) await Promise.race([response, new Promise((resolve) => setTimeout(resolve, 200))]);
           if (statusSent) {
             await admin.query('SELECT pg_terminate_backend($1)', [waiting]);
