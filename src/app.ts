@@ -26,7 +26,11 @@ export function createApp({ bikes, tokens, logger, readiness, corsOrigin }: AppD
   const app = new Koa();
   // Errors are answered and logged by errorHandler; what reaches here is a failure while
   // streaming a body, after the status was sent.
-  app.on('error', (err: Error) => logger.error({ err }, 'response failed after headers were sent'));
+  app.on('error', (err: Error & { code?: string }) => {
+    // A client that went away mid-stream (or a shutdown that cut it) is not a fault of ours.
+    if (err.code === 'ERR_STREAM_PREMATURE_CLOSE') logger.info({ err: err.message }, 'response stream closed early');
+    else logger.error({ err }, 'response failed after headers were sent');
+  });
 
   app.use(requestLog(logger));
   // Outside the error middleware, so error responses carry the CORS headers too.

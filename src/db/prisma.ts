@@ -50,8 +50,9 @@ function cutOffStuckClients(pool: Pool, limitMs: number, onCutOff: (err: Error) 
 }
 
 /**
- * One pg pool under one Prisma client. Connecting gives up after 2 s, so while PostgreSQL is down
- * requests fail fast (503) instead of queueing, and the pool reconnects by itself when it is back.
+ * One pg pool under one Prisma client. Connecting gives up after 1.5 s, so while PostgreSQL is
+ * down (or hangs) requests get their 503 within 2 s instead of queueing, and the pool reconnects
+ * by itself when it is back.
  */
 export function connectDatabase(
   databaseUrl: string,
@@ -61,7 +62,7 @@ export function connectDatabase(
   const pool = new Pool({
     connectionString: databaseUrl,
     max: 10,
-    connectionTimeoutMillis: 2_000,
+    connectionTimeoutMillis: 1_500,
     idleTimeoutMillis: 30_000,
   });
   // An idle connection that PostgreSQL drops (restart, outage) must not crash the process.
