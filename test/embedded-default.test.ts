@@ -65,6 +65,26 @@ describe('the service on its embedded database', () => {
   });
 });
 
+describe('the embedded database when its password file is lost', () => {
+  it('refuses to start and keeps the cluster, instead of making a new, empty one', async () => {
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bike-catalog-data-'));
+    try {
+      const first = await spawnService({ DATA_DIR: dataDir });
+      const tokenRes = await fetch(`${first.baseUrl}/api/user`, { method: 'POST' });
+      const { token } = (await tokenRes.json()) as { token: string };
+      await client(first.baseUrl, token).create(newBike());
+      first.child.kill('SIGTERM');
+      expect((await first.exited).code).toBe(0);
+
+      fs.rmSync(path.join(dataDir, 'postgres-password'));
+      await expect(spawnService({ DATA_DIR: dataDir })).rejects.toThrow(/postgres-password is missing/);
+      expect(fs.existsSync(path.join(dataDir, 'postgres', 'PG_VERSION'))).toBe(true);
+    } finally {
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('the service on an external database (DATABASE_URL)', () => {
   it('refuses to start without JWT_SECRET, and says why', async () => {
     const databaseUrl = await createTestDatabase();

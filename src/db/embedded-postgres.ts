@@ -239,9 +239,15 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
   const clusterDir = path.join(options.dataDir, 'postgres');
   const passwordFile = path.join(options.dataDir, 'postgres-password');
 
-  if (!fs.existsSync(path.join(clusterDir, 'PG_VERSION')) || !fs.existsSync(passwordFile)) {
+  if (!fs.existsSync(path.join(clusterDir, 'PG_VERSION'))) {
     log(`creating a new PostgreSQL cluster in ${clusterDir}`);
     initCluster(clusterDir, passwordFile, options);
+  } else if (!fs.existsSync(passwordFile)) {
+    // Never start over on a cluster that holds data: it is the catalog.
+    throw new Error(
+      `${passwordFile} is missing, so the database in ${clusterDir} cannot be opened; ` +
+        'restore the file, or move the cluster away to start with an empty catalog',
+    );
   }
   const password = fs.readFileSync(passwordFile, 'utf8').trim();
   const urlFor = (port: number, db: string) =>
