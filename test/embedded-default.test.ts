@@ -101,7 +101,9 @@ describe('the service on an external database (DATABASE_URL)', () => {
       const res = await fetch(`${svc.baseUrl}/bikes/all`);
       expect(res.status).toBe(200);
       expect(await res.json()).toEqual([]);
-      expect(svc.output()).not.toContain(new URL(databaseUrl).password);
+      // (TEST_DATABASE_URL may name a server that needs no password.)
+      const password = new URL(databaseUrl).password;
+      expect(password === '' || !svc.output().includes(password)).toBe(true);
     } finally {
       svc.child.kill('SIGTERM');
       expect((await svc.exited).code).toBe(0);
