@@ -2,7 +2,7 @@ import http from 'node:http';
 import { randomBytes, randomUUID } from 'node:crypto';
 import jwt from 'jsonwebtoken';
 import type { Bike, BikeFields } from '../../src/bikes/bike';
-import { newBike } from '../support/bikes';
+import { BIKE_KEYS as SUPPORT_BIKE_KEYS, CLIENT_FIELDS, newBike } from '../support/bikes';
 import { createTestDatabase } from '../support/databases';
 import { spawnService } from '../support/process';
 import { startTestService } from '../support/service';
@@ -16,18 +16,7 @@ export { newBike };
 export type { Bike, BikeFields };
 
 /** The ten fields of a bike in a response, and nothing else. */
-export const BIKE_KEYS = [
-  'availableForSale',
-  'createdAt',
-  'description',
-  'handle',
-  'id',
-  'priceRange',
-  'productType',
-  'title',
-  'totalInventory',
-  'vendor',
-];
+export const BIKE_KEYS = [...SUPPORT_BIKE_KEYS].sort();
 
 export const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
@@ -265,14 +254,7 @@ export function withValue(fields: BikeFields, path: string, value: unknown): Rec
 
 /** Every client field path of a bike body, nested ones included. */
 export const CLIENT_FIELD_PATHS = [
-  'title',
-  'productType',
-  'createdAt',
-  'description',
-  'vendor',
-  'availableForSale',
-  'totalInventory',
-  'priceRange',
+  ...CLIENT_FIELDS,
   'priceRange.minPrice',
   'priceRange.maxPrice',
   'priceRange.minPrice.amount',

@@ -1,5 +1,5 @@
 import type { Bike, BikeFields } from '../../src/bikes/bike';
-import { client, type Client, newBike } from '../support/bikes';
+import { CLIENT_FIELDS, client, type Client, newBike } from '../support/bikes';
 import { startTestService, type TestService } from '../support/service';
 
 /**
@@ -7,16 +7,6 @@ import { startTestService, type TestService } from '../support/service';
  * PUT, PATCH and DELETE racing on one id. No 5xx, nothing lost, nothing half-written.
  */
 
-const CLIENT_FIELDS = [
-  'title',
-  'productType',
-  'createdAt',
-  'description',
-  'vendor',
-  'availableForSale',
-  'totalInventory',
-  'priceRange',
-] as const;
 type Field = (typeof CLIENT_FIELDS)[number];
 
 /** A value for `field` that names the write it came from, so the final row can be traced. */

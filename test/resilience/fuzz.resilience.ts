@@ -3,7 +3,7 @@ import { STATUS_CODES } from 'node:http';
 import fc from 'fast-check';
 import jwt from 'jsonwebtoken';
 import type { Bike } from '../../src/bikes/bike';
-import { client, newBike } from '../support/bikes';
+import { BIKE_KEYS, CLIENT_FIELDS, client, newBike } from '../support/bikes';
 import { startTestService, type TestService } from '../support/service';
 import { describeRequest, type FuzzCase, fuzzCases, type World } from './support/fuzz-requests';
 import { RawConnection, type RawResponse } from './support/raw-http';
@@ -17,18 +17,6 @@ import { expectationFor, NODE_STATUSES } from './support/route-table';
  */
 
 const RUNS = Number(process.env.FUZZ_RUNS ?? 5_000);
-const BIKE_KEYS = [
-  'id',
-  'handle',
-  'title',
-  'productType',
-  'createdAt',
-  'description',
-  'vendor',
-  'availableForSale',
-  'totalInventory',
-  'priceRange',
-];
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /** The prototypes a polluting body would reach, in the test's realm and in node's own. */
@@ -82,7 +70,7 @@ function isBike(value: unknown): value is Bike {
 }
 
 /** The known fields of a sent body, as JSON carries them (so -0 reads as 0). */
-function pickSent(sent: Record<string, unknown>, keys: string[]): Record<string, unknown> {
+function pickSent(sent: Record<string, unknown>, keys: readonly string[]): Record<string, unknown> {
   const picked: Record<string, unknown> = {};
   for (const key of keys) {
     if (!Object.hasOwn(sent, key)) continue;
@@ -96,8 +84,6 @@ function pickSent(sent: Record<string, unknown>, keys: string[]): Record<string,
   }
   return JSON.parse(JSON.stringify(picked)) as Record<string, unknown>;
 }
-
-const CLIENT_FIELDS = BIKE_KEYS.slice(2);
 
 function describeCase(c: FuzzCase): string {
   return `${describeRequest(c.request, c.bodyKind)} (auth ${c.auth})`;

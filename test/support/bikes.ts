@@ -1,6 +1,21 @@
 import { randomUUID } from 'node:crypto';
 import type { Bike, BikeFields } from '../../src/bikes/bike';
 
+/** The eight fields a client sets, in the order responses list them. */
+export const CLIENT_FIELDS = [
+  'title',
+  'productType',
+  'createdAt',
+  'description',
+  'vendor',
+  'availableForSale',
+  'totalInventory',
+  'priceRange',
+] as const;
+
+/** The ten fields of a bike in a response, in their order. */
+export const BIKE_KEYS = ['id', 'handle', ...CLIENT_FIELDS];
+
 /** A valid bike body whose title is unique to this call. */
 export function newBike(overrides: Partial<BikeFields> = {}): BikeFields {
   const tag = randomUUID().slice(0, 8);
