@@ -43,7 +43,7 @@ const CURRENCIES = [
 const cents = (amount: number) => Math.round(amount * 100) / 100;
 
 /** One made-up bike: a bicycle type, a model and a manufacturer, with min price <= max price. */
-export function fakeBike(): BikeFields {
+function fakeBike(): BikeFields {
   const type = faker.vehicle.bicycle(); // "Hybrid Bicycle", "Tricycle", ...
   const productType = type.replace(/ Bicycle$/, '');
   const model = faker.vehicle.model();

@@ -117,7 +117,7 @@ export async function migrate(
   }
 }
 
-/** True when every committed migration is recorded as applied (used by the readiness check). */
+/** The committed migrations not yet recorded as applied (none when the database is ready). */
 export async function pendingMigrations(
   client: Pick<Client, 'query'>,
   migrations = readMigrations(),
