@@ -11,6 +11,7 @@ import { databaseReadiness } from './http/health-router';
 import { listen } from './http/listener';
 import { createLogger, type Logger } from './logger';
 import { watchNpmParent } from './npm-parent';
+import { withinTime } from './timeout';
 
 /**
  * How long a shutdown lets requests in flight finish before it cuts their connections. Closing
@@ -43,14 +44,11 @@ async function migrateWhenReachable(url: string, logger: Logger): Promise<void> 
 }
 
 async function closeWithin(db: Database, logger: Logger): Promise<void> {
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<'late'>((resolve) => (timer = setTimeout(() => resolve('late'), POOL_CLOSE_MS)));
-  try {
-    const result = await Promise.race([db.close().catch(() => undefined), late]);
-    if (result === 'late') logger.warn('database pool did not close in time');
-  } finally {
-    clearTimeout(timer);
-  }
+  const result = await withinTime(
+    db.close().catch(() => undefined),
+    POOL_CLOSE_MS,
+  );
+  if (result === 'timeout') logger.warn('database pool did not close in time');
 }
 
 export async function startService(config: Config, logger: Logger): Promise<Service> {

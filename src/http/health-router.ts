@@ -1,6 +1,7 @@
 import Router from '@koa/router';
 import type { Pool } from 'pg';
 import { type Migration, pendingMigrations, readMigrations } from '../db/migrate';
+import { withinTime } from '../timeout';
 
 /** Whether the service can serve the API now; `reason` says why not, in a few words. */
 export type ReadinessCheck = () => Promise<{ ready: true } | { ready: false; reason: string }>;
@@ -17,12 +18,8 @@ export function databaseReadiness(
   migrations: Migration[] = readMigrations(),
 ): ReadinessCheck {
   return async () => {
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<'timeout'>(
-      (resolve) => (timer = setTimeout(() => resolve('timeout'), READINESS_TIMEOUT_MS)),
-    );
     try {
-      const pending = await Promise.race([pendingMigrations(pool, migrations), timeout]);
+      const pending = await withinTime(pendingMigrations(pool, migrations), READINESS_TIMEOUT_MS);
       if (pending === 'timeout') return { ready: false, reason: 'database not answering' };
       if (pending.length > 0) return { ready: false, reason: `${pending.length} migration(s) not applied` };
       return { ready: true };
@@ -30,8 +27,6 @@ export function databaseReadiness(
       // 42P01: no _prisma_migrations table, so nothing was ever migrated into this database.
       const missingTable = (err as { code?: unknown }).code === '42P01';
       return { ready: false, reason: missingTable ? 'migrations not applied' : 'database not answering' };
-    } finally {
-      clearTimeout(timer);
     }
   };
 }
