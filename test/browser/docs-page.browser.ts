@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { type BrowserContext, chromium, type Page } from 'playwright-core';
 import { spawnService, type ServiceProcess } from '../support/process';
+import { tempDataDir } from '../support/temp-dir';
 
 /**
  * GET /docs opened in a real headless Chromium (Debian's package, driven by playwright-core),
@@ -28,9 +29,7 @@ const NINE_OPERATIONS = [
 ];
 
 describe('GET /docs in headless Chromium', () => {
-  const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'bike-catalog-browser-'));
-  // The embedded PostgreSQL runs as the postgres user when we are root: it must reach data/.
-  fs.chmodSync(scratch, 0o711);
+  const scratch = tempDataDir('browser');
   let service: ServiceProcess | undefined;
   let baseUrl: string;
   let browser: BrowserContext;
@@ -43,7 +42,7 @@ describe('GET /docs in headless Chromium', () => {
     if (process.env.DOCS_BASE_URL) {
       baseUrl = process.env.DOCS_BASE_URL.replace(/\/$/, '');
     } else {
-      service = await spawnService({ DATA_DIR: path.join(scratch, 'data') }, 90_000);
+      service = await spawnService({ DATA_DIR: path.join(scratch, 'data') }, { timeoutMs: 90_000 });
       baseUrl = service.baseUrl;
     }
     // A fresh profile each run (Playwright passes it to Chromium as --user-data-dir, and adds --headless).

@@ -1,11 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { Client } from 'pg';
 import { type EmbeddedPostgres, startEmbeddedPostgres } from '../../src/db/embedded-postgres';
 import { freePort, spawnService, type ServiceProcess } from '../support/process';
 import { startTestService, type TestService } from '../support/service';
+import { tempDataDir } from '../support/temp-dir';
 
 async function get(url: string): Promise<{ status: number; type: string | null; body: string; ms: number }> {
   const started = Date.now();
@@ -117,7 +116,7 @@ describe('GET /readyz while PostgreSQL stops and starts again under the running 
 
   beforeAll(async () => {
     // A PostgreSQL of this file's own, on a fixed port, so it can be stopped and started again.
-    dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bike-catalog-readyz-'));
+    dataDir = tempDataDir('readyz');
     port = await freePort();
     postgres = await startEmbeddedPostgres({ dataDir, port, ephemeral: true });
     service = await spawnService({ DATABASE_URL: postgres.url, JWT_SECRET: randomBytes(32).toString('base64url') });

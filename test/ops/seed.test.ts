@@ -1,5 +1,4 @@
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { Client } from 'pg';
 import { type Bike, deriveHandle } from '../../src/bikes/bike';
@@ -7,6 +6,7 @@ import { parseCreateBody } from '../../src/bikes/schema';
 import { startEmbeddedPostgres } from '../../src/db/embedded-postgres';
 import { createTestDatabase } from '../support/databases';
 import { startTestService } from '../support/service';
+import { tempDataDir } from '../support/temp-dir';
 import { runSeed } from './seed-cli';
 
 async function countBikes(databaseUrl: string): Promise<number> {
@@ -98,7 +98,7 @@ describe('npm run db:seed (node dist/cli/seed.js)', () => {
   );
 
   it('without DATABASE_URL, it creates, migrates and seeds the embedded database in DATA_DIR, then stops the PostgreSQL it started', async () => {
-    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bike-catalog-seed-'));
+    const dataDir = tempDataDir('seed');
     try {
       expect(await runSeed(['--count', '3'], { DATA_DIR: dataDir })).toMatchObject({ code: 0 });
       expect(fs.existsSync(path.join(dataDir, 'postgres', 'postmaster.pid'))).toBe(false);

@@ -5,7 +5,8 @@ import type { Bike } from '../../src/bikes/bike';
 import { createTestDatabase } from '../support/databases';
 import { type ServiceProcess, spawnService } from '../support/process';
 import { createLoad } from './support/load';
-import { isAlive, postgresLog, postgresPidsFor, tempDir, waitFor } from './support/postgres';
+import { isAlive, postgresLog, postgresPidsFor, waitFor } from './support/postgres';
+import { tempDataDir } from '../support/temp-dir';
 
 /**
  * The service process killed with SIGKILL under a steady load of creates, then started again:
@@ -91,10 +92,10 @@ describe('the service process, killed with SIGKILL under a load of creates', () 
 
   it('with DATABASE_URL: after a restart every acknowledged create is present and intact', async () => {
     const env = { DATABASE_URL: await createTestDatabase(), JWT_SECRET: randomBytes(32).toString('base64url') };
-    const first = track(await spawnService(env, START_TIMEOUT_MS));
+    const first = track(await spawnService(env, { timeoutMs: START_TIMEOUT_MS }));
     const load = await killUnderLoad(first);
 
-    const second = track(await spawnService(env, START_TIMEOUT_MS));
+    const second = track(await spawnService(env, { timeoutMs: START_TIMEOUT_MS }));
     const landed = await expectNothingLost(second.baseUrl, load.acknowledged, load.unanswered);
     console.log(
       `crash (DATABASE_URL): ${load.acknowledged.length} creates acknowledged before SIGKILL, all present and intact after restart; ${load.unanswered.length} in flight, ${landed} of them stored whole`,
@@ -102,12 +103,12 @@ describe('the service process, killed with SIGKILL under a load of creates', () 
   });
 
   it('with the embedded PostgreSQL: the restarted service adopts the orphaned server, loses nothing, and stops it cleanly', async () => {
-    const dataDir = tempDir('crash');
+    const dataDir = tempDataDir('crash');
     cleanups.push(() => fs.rmSync(dataDir, { recursive: true, force: true }));
     // If the test fails half-way, no PostgreSQL may outlive it.
     cleanups.push(() => postgresPidsFor(dataDir).forEach((pid) => isAlive(pid) && process.kill(pid, 'SIGQUIT')));
     const env = { DATA_DIR: dataDir };
-    const first = track(await spawnService(env, START_TIMEOUT_MS));
+    const first = track(await spawnService(env, { timeoutMs: START_TIMEOUT_MS }));
     const tokenBeforeCrash = await token(first.baseUrl);
     const load = await killUnderLoad(first);
 
@@ -115,7 +116,7 @@ describe('the service process, killed with SIGKILL under a load of creates', () 
     const orphan = Number(fs.readFileSync(path.join(dataDir, 'postgres', 'postmaster.pid'), 'utf8').split('\n')[0]);
     expect(isAlive(orphan)).toBe(true);
 
-    const second = track(await spawnService(env, START_TIMEOUT_MS));
+    const second = track(await spawnService(env, { timeoutMs: START_TIMEOUT_MS }));
     expect(second.output()).toContain(
       `adopting the PostgreSQL server already running on this data directory (pid ${orphan})`,
     );

@@ -7,7 +7,8 @@ import { migrate } from '../../src/db/migrate';
 import { client, newBike } from '../support/bikes';
 import { freePort, spawnService } from '../support/process';
 import { startTestService, type TestService } from '../support/service';
-import { isAlive, postgresLog, postgresPidsFor, seedBikes, tempDir, waitFor } from './support/postgres';
+import { isAlive, postgresLog, postgresPidsFor, seedBikes, waitFor } from './support/postgres';
+import { tempDataDir } from '../support/temp-dir';
 
 /**
  * PostgreSQL stopped and started again under a running service (DECISIONS 17): requests that
@@ -27,7 +28,7 @@ describe('the service, while its PostgreSQL is stopped and started again', () =>
   const startPostgres = () => startEmbeddedPostgres({ dataDir, port, ephemeral: true });
 
   beforeAll(async () => {
-    dataDir = tempDir('outage');
+    dataDir = tempDataDir('outage');
     port = await freePort();
     pg = await startPostgres();
     await migrate(pg.url);
@@ -149,8 +150,8 @@ describe('the service on its embedded PostgreSQL, when an operator restarts that
   });
 
   it('answers 503 while it is down, serves again once `pg_ctl start` brings it back on the same port, and stops the new server at shutdown', async () => {
-    dataDir = tempDir('pg-ctl');
-    const service = await spawnService({ DATA_DIR: dataDir }, 60_000);
+    dataDir = tempDataDir('pg-ctl');
+    const service = await spawnService({ DATA_DIR: dataDir }, { timeoutMs: 60_000 });
     try {
       const clusterDir = path.join(dataDir, 'postgres');
       const postmasterPid = () =>

@@ -5,7 +5,8 @@ import net from 'node:net';
 import path from 'node:path';
 import type { Bike } from '../../src/bikes/bike';
 import { freePort, type ServiceProcess, spawnService } from '../support/process';
-import { countBikes, isAlive, postgresLog, postgresPidsFor, seedBikes, tempDir, waitFor } from './support/postgres';
+import { countBikes, isAlive, postgresLog, postgresPidsFor, seedBikes, waitFor } from './support/postgres';
+import { tempDataDir } from '../support/temp-dir';
 
 /**
  * SIGTERM while a large /bikes/all is streaming to a slow reader (DECISIONS: stop accepting
@@ -43,7 +44,7 @@ describe('the service process, sent SIGTERM while /bikes/all streams', () => {
   let service: ServiceProcess | undefined;
 
   beforeAll(() => {
-    dataDir = tempDir('shutdown');
+    dataDir = tempDataDir('shutdown');
   });
   afterAll(async () => {
     if (service && service.child.exitCode === null && service.child.signalCode === null) service.child.kill('SIGKILL');
@@ -52,7 +53,7 @@ describe('the service process, sent SIGTERM while /bikes/all streams', () => {
   });
 
   it('finishes the response whole, refuses new connections, stops its PostgreSQL cleanly and exits 0 within 10 s', async () => {
-    service = await spawnService({ DATA_DIR: dataDir }, 60_000);
+    service = await spawnService({ DATA_DIR: dataDir }, { timeoutMs: 60_000 });
     const port = Number(new URL(service.baseUrl).port);
     await seedBikes(embeddedUrl(dataDir), BIKES, 'Shutdown Bike');
     const postmaster = Number(fs.readFileSync(path.join(dataDir, 'postgres', 'postmaster.pid'), 'utf8').split('\n')[0]);
@@ -122,7 +123,7 @@ describe('the service process, sent SIGTERM while /bikes/all streams', () => {
   });
 
   it('when a client stops reading, cuts its response after the grace period and still exits 0 within 10 s', async () => {
-    service = await spawnService({ DATA_DIR: dataDir }, 60_000);
+    service = await spawnService({ DATA_DIR: dataDir }, { timeoutMs: 60_000 });
     // Far more than the socket buffers hold (the previous test may have seeded them already).
     if ((await countBikes(embeddedUrl(dataDir))) < BIKES) await seedBikes(embeddedUrl(dataDir), BIKES, 'Stalled Bike');
     const postmaster = Number(fs.readFileSync(path.join(dataDir, 'postgres', 'postmaster.pid'), 'utf8').split('\n')[0]);
@@ -180,7 +181,7 @@ describe('the service run by `npm start`, when npm itself is killed', () => {
 
   for (const signal of ['SIGKILL', 'SIGTERM'] as const) {
     it(`when npm gets ${signal}, the service stops by itself and leaves no PostgreSQL behind`, async () => {
-      const dataDir = tempDir('npm');
+      const dataDir = tempDataDir('npm');
       dataDirs.push(dataDir);
       const port = await freePort();
       const { DATABASE_URL: _url, JWT_SECRET: _secret, ...env } = process.env;

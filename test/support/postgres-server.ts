@@ -1,7 +1,6 @@
 import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { startEmbeddedPostgres } from '../../src/db/embedded-postgres';
+import { tempDataDir } from './temp-dir';
 
 /**
  * The PostgreSQL server for a test run: TEST_DATABASE_URL when set, otherwise a container when
@@ -44,7 +43,7 @@ export async function startTestPostgresServer(): Promise<TestPostgresServer> {
     };
   }
 
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bike-catalog-test-'));
+  const dataDir = tempDataDir('test');
   const embedded = await startEmbeddedPostgres({ dataDir, database: 'postgres', ephemeral: true });
   return {
     adminUrl: embedded.url,

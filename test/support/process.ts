@@ -26,13 +26,17 @@ export function freePort(): Promise<number> {
 
 /**
  * Runs the built service (`node dist/server.js`, what `npm start` runs after building) as a
- * separate process, and waits until it answers HTTP. `npm test` builds dist/ first.
+ * separate process, and waits until it answers HTTP. `npm test` builds dist/ first. `root` is
+ * the project directory to run it from (this one unless a test made a copy elsewhere).
  */
-export async function spawnService(env: Record<string, string>, timeoutMs = 20_000): Promise<ServiceProcess> {
+export async function spawnService(
+  env: Record<string, string>,
+  { timeoutMs = 20_000, root = ROOT }: { timeoutMs?: number; root?: string } = {},
+): Promise<ServiceProcess> {
   const port = env.PORT ? Number(env.PORT) : await freePort();
   const { DATABASE_URL: _url, JWT_SECRET: _secret, DATA_DIR: _dir, PORT: _port, ...inherited } = process.env;
-  const child = spawn(process.execPath, [path.join(ROOT, 'dist', 'server.js')], {
-    cwd: ROOT,
+  const child = spawn(process.execPath, [path.join(root, 'dist', 'server.js')], {
+    cwd: root,
     env: { ...inherited, LOG_LEVEL: 'info', ...env, PORT: String(port) },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -1,13 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { Client } from 'pg';
-
-/** A fresh temporary directory, for an embedded PostgreSQL or a service's DATA_DIR. */
-export function tempDir(prefix: string): string {
-  return fs.mkdtempSync(path.join(os.tmpdir(), `bike-catalog-${prefix}-`));
-}
 
 /** Pids of the PostgreSQL server processes (postmaster and backends) working on this data directory. */
 export function postgresPidsFor(dataDir: string): number[] {

@@ -1,0 +1,56 @@
+import { execFile, spawnSync } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { parse } from 'yaml';
+import { freePort } from '../support/process';
+import { startTestService } from '../support/service';
+
+const COMPOSE_FILE = path.join(__dirname, '..', '..', 'docker-compose.yml');
+const hasDockerCompose = spawnSync('docker-compose', ['version'], { stdio: 'ignore' }).status === 0;
+if (!hasDockerCompose) {
+  console.log(
+    'compose.test.ts: docker-compose is not installed (apt-get install docker-compose): its check is skipped',
+  );
+}
+
+/** Runs the health check's command as Docker would in the api container, with PORT set there. */
+async function runHealthCheck(command: string[], port: number): Promise<number> {
+  const [program, ...args] = command;
+  expect(program).toBe('node');
+  try {
+    await promisify(execFile)(process.execPath, args, { env: { PORT: String(port) }, timeout: 10_000 });
+    return 0;
+  } catch (err) {
+    return (err as { code: number }).code;
+  }
+}
+
+describe('docker-compose.yml', () => {
+  const compose = parse(fs.readFileSync(COMPOSE_FILE, 'utf8')) as {
+    services: { api: { environment: { PORT: string }; healthcheck: { test: string[] } } };
+  };
+
+  (hasDockerCompose ? it : it.skip)('is a valid compose file for a real compose implementation', () => {
+    const result = spawnSync('docker-compose', ['-f', COMPOSE_FILE, 'config', '--quiet'], {
+      env: { ...process.env, JWT_SECRET: 'only-to-validate-the-file' },
+      encoding: 'utf8',
+    });
+    expect(result.stderr).toBe('');
+    expect(result.status).toBe(0);
+  });
+
+  it('gives the api a health check that passes when /readyz answers 200 and fails when nothing answers', async () => {
+    const [form, ...command] = compose.services.api.healthcheck.test;
+    expect(form).toBe('CMD');
+    expect(command.join(' ')).toContain('/readyz');
+
+    const svc = await startTestService();
+    try {
+      expect(await runHealthCheck(command, svc.service.port)).toBe(0);
+    } finally {
+      await svc.stop();
+    }
+    expect(await runHealthCheck(command, await freePort())).toBe(1);
+  });
+});
