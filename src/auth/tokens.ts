@@ -3,6 +3,8 @@ import jwt from 'jsonwebtoken';
 /** Tokens are HS256 JWTs carrying `{ username, iat, exp }` and live 30 minutes. */
 export const TOKEN_LIFETIME_SECONDS = 1800;
 const ALGORITHM = 'HS256';
+/** How far ahead of this machine's clock another instance's may run. */
+const CLOCK_SKEW_SECONDS = 5;
 
 export interface TokenPayload {
   username?: string;
@@ -25,6 +27,12 @@ export function createTokens(secret: string): Tokens {
       // Pinning the algorithm rejects `alg: none` and any other algorithm, whatever the header says.
       const payload = jwt.verify(token, secret, { algorithms: [ALGORITHM] });
       if (typeof payload === 'string') throw new Error('token payload is not an object');
+      const { iat, exp } = payload;
+      // Only tokens that live as long as ours do: a correctly signed token without exp, or with a
+      // longer life, is refused too (DECISIONS rule 13).
+      if (typeof iat !== 'number' || typeof exp !== 'number') throw new Error('token has no iat or exp');
+      if (exp <= iat || exp - iat > TOKEN_LIFETIME_SECONDS) throw new Error('token lives longer than 1800 s');
+      if (iat > Date.now() / 1000 + CLOCK_SKEW_SECONDS) throw new Error('token issued in the future');
       return payload as TokenPayload;
     },
   };

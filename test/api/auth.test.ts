@@ -111,6 +111,32 @@ describe('authentication', () => {
         (a) => signToken({ username: 'x', nbf: nowSeconds() + 600 }, a.jwtSecret, { expiresIn: 1800 }),
       ],
       ['a very long token', () => 'x'.repeat(100_000)],
+      // DECISIONS rule 13: presented tokens live at most 1800 s, from an iat that is not ahead of us.
+      ['a token with no exp, signed with the right secret', (a) => signToken({ username: 'x' }, a.jwtSecret)],
+      [
+        'a token with no iat, signed with the right secret',
+        (a) => signToken({ username: 'x', exp: nowSeconds() + 600 }, a.jwtSecret, { noTimestamp: true }),
+      ],
+      [
+        'a token with exp ten years ahead, signed with the right secret',
+        (a) => signToken({ username: 'x' }, a.jwtSecret, { expiresIn: '3650d' }),
+      ],
+      [
+        'a token with a lifetime of 1801 s, signed with the right secret',
+        (a) => signToken({ username: 'x', iat: secondsAgo(10), exp: secondsAgo(10) + 1801 }, a.jwtSecret),
+      ],
+      [
+        'a token issued an hour in the future, signed with the right secret',
+        (a) => signToken({ username: 'x', iat: nowSeconds() + 3600, exp: nowSeconds() + 3600 + 1800 }, a.jwtSecret),
+      ],
+      [
+        'a token issued a minute in the future, living 1800 s',
+        (a) => signToken({ username: 'x', iat: nowSeconds() + 60, exp: nowSeconds() + 60 + 1800 }, a.jwtSecret),
+      ],
+      [
+        'a token whose exp comes before its iat',
+        (a) => signToken({ username: 'x', iat: nowSeconds() + 3, exp: nowSeconds() + 2 }, a.jwtSecret),
+      ],
     ];
 
     it.each(each(badTokens))('%s with %s', async (name, [, make]) => {
@@ -151,6 +177,17 @@ describe('authentication', () => {
 
     it('a token signed with the service secret, HS256, shortly before expiry, is accepted', async () => {
       const token = signToken({ username: 'late', iat: secondsAgo(1790), exp: nowSeconds() + 10 }, api.jwtSecret);
+      expect((await api.request('POST', '/bikes/', { json: newBike(), token })).status).toBe(200);
+    });
+
+    it('a token signed with the service secret, with a lifetime of exactly 1800 s, is accepted', async () => {
+      const iat = secondsAgo(5);
+      const token = signToken({ username: 'exact', iat, exp: iat + 1800 }, api.jwtSecret);
+      expect((await api.request('POST', '/bikes/', { json: newBike(), token })).status).toBe(200);
+    });
+
+    it('a token with a shorter lifetime than 1800 s is accepted', async () => {
+      const token = signToken({ username: 'short' }, api.jwtSecret, { expiresIn: 60 });
       expect((await api.request('POST', '/bikes/', { json: newBike(), token })).status).toBe(200);
     });
 

@@ -51,12 +51,17 @@ describe('POST /api/user (issue token)', () => {
     }
   });
 
-  it('with a body of another content type (absent), issues a token with no username', async () => {
+  it('with a body of another content type, answers 400 rather than a token without the username', async () => {
     const res = await api.request('POST', '/api/user', {
-      raw: '{"username":"ignored"}',
+      raw: '{"username":"not-read"}',
       contentType: 'text/plain',
       token: null,
     });
+    expect(res.status).toBe(400);
+  });
+
+  it('with an empty body of another content type (absent), issues a token with no username', async () => {
+    const res = await api.request('POST', '/api/user', { raw: '', contentType: 'text/plain', token: null });
     expect(tokenOf(res).payload.username).toBeUndefined();
   });
 
