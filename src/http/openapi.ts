@@ -45,6 +45,12 @@ const namedShapes = new Map(
   NAMED.map(({ name, schema }) => [shapeKey(describe(schema)), `#/components/schemas/${name}`]),
 );
 
+/**
+ * Strings PostgreSQL can store: no U+0000 and no lone UTF-16 surrogate (the yup test
+ * "storable"). Written so that it means the same with and without the regex `u` flag.
+ */
+const STORABLE_PATTERN = '^(?:[^\\u0000\\uD800-\\uDFFF]|[\\uD800-\\uDBFF][\\uDC00-\\uDFFF])*$';
+
 function fromYup(description: YupDescription, { top = false } = {}): JsonSchema {
   const ref = top ? undefined : namedShapes.get(shapeKey(description));
   if (ref) return { $ref: ref };
@@ -70,8 +76,9 @@ function fromYup(description: YupDescription, { top = false } = {}): JsonSchema 
       throw new Error(`OpenAPI: no translation for yup type ${description.type}`);
   }
   for (const test of description.tests) {
-    if (test.name === 'storable' || test.name === 'finite') continue; // stated in the descriptions below
-    if (test.name === 'min' && description.type === 'string') schema.minLength = test.params?.min;
+    if (test.name === 'finite') continue; // JSON numbers are finite anyway; 1e999 is stated in the descriptions
+    if (test.name === 'storable') schema.pattern = STORABLE_PATTERN;
+    else if (test.name === 'min' && description.type === 'string') schema.minLength = test.params?.min;
     else throw new Error(`OpenAPI: no translation for the yup test ${test.name} on a ${description.type}`);
   }
   return schema;
@@ -128,6 +135,7 @@ const ERRORS = {
   403: ['Forbidden', 'Forbidden'],
   404: ['NotFound', 'Not Found'],
   413: ['PayloadTooLarge', 'Payload Too Large'],
+  431: ['HeadersTooLarge', 'Request Header Fields Too Large'],
   503: ['ServiceUnavailable', 'Service Unavailable'],
 } as const;
 type ErrorStatus = keyof typeof ERRORS;
@@ -138,12 +146,14 @@ const ERROR_MEANINGS: Record<ErrorStatus, string> = {
   403: 'The token failed verification (tampered, another secret, expired, or not HS256).',
   404: 'No such bike (a path id that is not a UUID names no bike).',
   413: 'The body is larger than 1 MB; nothing is stored.',
+  431: 'The request headers are larger than 256 KB. Answered before any route, with no body; the connection closes.',
   503: 'The database is not answering; retry (see Retry-After).',
 };
 
+/** The error responses of an operation: `statuses`, and 431, which any request can get. */
 function errorResponses(statuses: ErrorStatus[], meanings: Partial<Record<ErrorStatus, string>> = {}) {
   return Object.fromEntries(
-    statuses.map((status) => {
+    [...statuses, 431 as const].map((status) => {
       const [name] = ERRORS[status];
       return [
         String(status),
@@ -154,6 +164,7 @@ function errorResponses(statuses: ErrorStatus[], meanings: Partial<Record<ErrorS
 }
 
 const BEARER = [{ bearerAuth: [] }];
+const PUBLIC: typeof BEARER = [];
 
 const idParameter = ref('parameters', 'BikeId');
 
@@ -175,12 +186,15 @@ function buildDocument() {
     info: {
       title: 'Bike catalog',
       version: packageJson.version,
+      license: { name: 'MIT', identifier: 'MIT' },
       description:
         'A catalog of bikes. Reads are open; creating, replacing, updating and deleting need a bearer token ' +
         'from `POST /api/user`. Failures are a status code with its reason phrase as plain text, never a JSON ' +
         'body. Every response carries an `X-Request-Id` (yours when you send a short plain one). HEAD works ' +
         'wherever GET does; a known path asked with another method answers 405 with an `Allow` header.',
     },
+    // Relative: the server that serves this document.
+    servers: [{ url: '/', description: 'This service' }],
     tags: [
       { name: 'bikes', description: 'The catalog' },
       { name: 'tokens', description: 'Bearer tokens for the write operations' },
@@ -190,6 +204,7 @@ function buildDocument() {
         get: {
           tags: ['bikes'],
           operationId: 'listBikes',
+          security: PUBLIC,
           summary: 'List every bike',
           description: 'Every bike, oldest first (creation order). No pagination: the array is streamed.',
           responses: {
@@ -202,6 +217,7 @@ function buildDocument() {
         get: {
           tags: ['bikes'],
           operationId: 'getBike',
+          security: PUBLIC,
           summary: 'Get a bike by id',
           parameters: [idParameter],
           responses: { 200: ok('The bike', ref('schemas', 'Bike'), EXAMPLE_BIKE), ...errorResponses([404, 503]) },
@@ -236,7 +252,10 @@ function buildDocument() {
           requestBody: {
             required: false,
             description: 'Any subset of the fields. No body is an empty patch.',
-            content: json(ref('schemas', 'BikePatch'), EXAMPLE_PATCH),
+            content: {
+              ...json(ref('schemas', 'BikePatch'), EXAMPLE_PATCH),
+              'application/merge-patch+json': { schema: ref('schemas', 'BikePatch') },
+            },
           },
           responses: {
             200: ok('The bike with the fields applied', ref('schemas', 'Bike'), { ...EXAMPLE_BIKE, ...EXAMPLE_PATCH }),
@@ -261,6 +280,7 @@ function buildDocument() {
         get: {
           tags: ['bikes'],
           operationId: 'getBikeByHandle',
+          security: PUBLIC,
           summary: 'Get the first bike with a handle',
           description: 'Handles are not unique: the bike created first wins.',
           parameters: [
@@ -280,6 +300,7 @@ function buildDocument() {
         get: {
           tags: ['bikes'],
           operationId: 'searchBikesByTitle',
+          security: PUBLIC,
           summary: 'Search bikes by title',
           description: 'Case-sensitive substring match on the title, oldest first. `%`, `_` and `\\` match themselves.',
           parameters: [
@@ -288,7 +309,7 @@ function buildDocument() {
               in: 'query',
               required: false,
               description: 'The text to look for. Missing or empty: every bike. Given twice, or with U+0000: 400.',
-              schema: { type: 'string', default: '' },
+              schema: { type: 'string', default: '', pattern: '^[^\\u0000]*$' },
               example: 'Hybrid',
             },
           ],
@@ -322,6 +343,7 @@ function buildDocument() {
         post: {
           tags: ['tokens'],
           operationId: 'issueToken',
+          security: PUBLIC,
           summary: 'Get a bearer token',
           description: 'No authentication. The token is an HS256 JWT carrying `username`, valid for 1800 seconds.',
           requestBody: {
@@ -366,16 +388,18 @@ function buildDocument() {
       responses: Object.fromEntries(
         Object.entries(ERRORS).map(([status, [name, phrase]]) => [
           name,
-          {
-            description: ERROR_MEANINGS[Number(status) as ErrorStatus],
-            headers: {
-              ...REQUEST_ID_HEADER,
-              ...(status === '503' && {
-                'Retry-After': { description: 'Seconds to wait', schema: { type: 'integer' } },
-              }),
-            },
-            content: { 'text/plain': { schema: { type: 'string' }, example: phrase } },
-          },
+          status === '431'
+            ? { description: ERROR_MEANINGS[431] }
+            : {
+                description: ERROR_MEANINGS[Number(status) as ErrorStatus],
+                headers: {
+                  ...REQUEST_ID_HEADER,
+                  ...(status === '503' && {
+                    'Retry-After': { description: 'Seconds to wait', schema: { type: 'integer' } },
+                  }),
+                },
+                content: { 'text/plain': { schema: { type: 'string' }, example: phrase } },
+              },
         ]),
       ),
       schemas: {
