@@ -2,49 +2,22 @@
 
 /**
  * The benchmark's reference: the four read routes the benchmark drives, on plain node:http and
- * pg, running the same SQL the service sends and writing the
- * same JSON. No framework, no ORM, no logging: what the service is measured against.
+ * pg, running the same SQL the service sends and writing the same JSON. No framework, no
+ * logging: what the service is measured against.
  *
  *   DATABASE_URL=postgresql://... PORT=3001 node bench/baseline.js
  */
 const http = require('node:http');
 const { Pool } = require('pg');
 
-// Copied from readStatements in src/bikes/repository.ts; bench/run.js checks they are identical.
-const BIKE_COLUMNS =
-  'id, handle, title, product_type AS "productType", created_at AS "createdAt", description, vendor, ' +
-  'available_for_sale AS "availableForSale", total_inventory AS "totalInventory", ' +
-  'min_price_amount AS "minPriceAmount", min_price_currency_code AS "minPriceCurrencyCode", ' +
-  'max_price_amount AS "maxPriceAmount", max_price_currency_code AS "maxPriceCurrencyCode"';
+// The service's own statements and row mapping (from dist/, which npm run bench builds): the
+// same SQL and the same JSON, so what differs is everything else.
+const { statements, LIST_BATCH_SIZE: BATCH } = require('../dist/bikes/repository.js');
+const { toBike } = require('../dist/bikes/columns.js');
 
-const SQL = {
-  byId: `SELECT ${BIKE_COLUMNS} FROM bikes WHERE id = $1`,
-  firstByHandle: `SELECT ${BIKE_COLUMNS} FROM bikes WHERE handle = $1 ORDER BY seq LIMIT 1`,
-  batch: `SELECT ${BIKE_COLUMNS}, seq FROM bikes WHERE seq > $1 ORDER BY seq LIMIT $2`,
-  titleBatch: `SELECT ${BIKE_COLUMNS}, seq FROM bikes WHERE title LIKE $1 AND seq > $2 ORDER BY seq LIMIT $3`,
-};
-
-const BATCH = 250; // LIST_BATCH_SIZE in src/bikes/repository.ts
+const SQL = Object.fromEntries(Object.entries(statements).map(([name, statement]) => [name, statement.text]));
 const BEFORE_FIRST_SEQ = '-9223372036854775808';
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-function toBike(row) {
-  return {
-    id: row.id,
-    handle: row.handle,
-    title: row.title,
-    productType: row.productType,
-    createdAt: row.createdAt,
-    description: row.description,
-    vendor: row.vendor,
-    availableForSale: row.availableForSale,
-    totalInventory: row.totalInventory,
-    priceRange: {
-      minPrice: { amount: row.minPriceAmount, currencyCode: row.minPriceCurrencyCode },
-      maxPrice: { amount: row.maxPriceAmount, currencyCode: row.maxPriceCurrencyCode },
-    },
-  };
-}
 
 const escapeLike = (term) => term.replace(/[\\%_]/g, '\\$&');
 
@@ -125,5 +98,3 @@ function main() {
 }
 
 if (require.main === module) main();
-
-module.exports = { SQL, BATCH };

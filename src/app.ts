@@ -5,7 +5,8 @@ import { bikesRouter } from './http/bikes-router';
 import { cors } from './http/cors';
 import { docsRouter } from './http/docs-router';
 import { errorHandler, HttpError } from './http/errors';
-import { healthRouter, type ReadinessCheck } from './http/health-router';
+import type { Readiness } from './db/readiness';
+import { healthRouter } from './http/health-router';
 import { methodNotAllowed } from './http/method-not-allowed';
 import { requestLog } from './http/request-log';
 import { tokenRouter } from './http/token-router';
@@ -16,7 +17,7 @@ export interface AppDeps {
   tokens: Tokens;
   logger: Logger;
   /** GET /readyz answers with this. */
-  readiness: ReadinessCheck;
+  readiness: () => Promise<Readiness>;
   /** CORS_ORIGIN: CORS is off when unset. */
   corsOrigin?: string;
 }

@@ -4,13 +4,13 @@ import { createTokens } from './auth/tokens';
 import { createBikeRepository } from './bikes/repository';
 import { type Config, ConfigError, readConfig } from './config';
 import { openDatabaseServer } from './db/database';
+import type { Pool } from 'pg';
+import { isDatabaseUnavailable } from './db/errors';
 import { migrate } from './db/migrate';
-import { connectDatabase, type Database } from './db/prisma';
-import { isDatabaseUnavailable } from './http/errors';
-import { databaseReadiness } from './http/health-router';
+import { connectPool } from './db/pool';
+import { databaseReadiness } from './db/readiness';
 import { listen } from './http/listener';
 import { createLogger, type Logger } from './logger';
-import { watchNpmParent } from './npm-parent';
 import { withinTime } from './timeout';
 
 /**
@@ -43,9 +43,9 @@ async function migrateWhenReachable(url: string, logger: Logger): Promise<void> 
   }
 }
 
-async function closeWithin(db: Database, logger: Logger): Promise<void> {
+async function closeWithin(pool: Pool, logger: Logger): Promise<void> {
   const result = await withinTime(
-    db.close().catch(() => undefined),
+    pool.end().catch(() => undefined),
     POOL_CLOSE_MS,
   );
   if (result === 'timeout') logger.warn('database pool did not close in time');
@@ -53,20 +53,20 @@ async function closeWithin(db: Database, logger: Logger): Promise<void> {
 
 export async function startService(config: Config, logger: Logger): Promise<Service> {
   const databaseServer = await openDatabaseServer(config, logger);
-  let db: Database | undefined;
+  let pool: Pool | undefined;
   try {
     const jwtSecret = config.jwtSecret ?? loadOrCreateSecret(config.dataDir);
     await migrateWhenReachable(databaseServer.url, logger);
-    db = connectDatabase(databaseServer.url, (err) => logger.warn({ err: err.message }, 'database connection lost'));
+    pool = connectPool(databaseServer.url, (err) => logger.warn({ err: err.message }, 'database connection lost'));
     const app = createApp({
-      bikes: createBikeRepository(db),
+      bikes: createBikeRepository(pool),
       tokens: createTokens(jwtSecret),
       logger,
-      readiness: databaseReadiness(db.pool),
+      readiness: databaseReadiness(pool),
       corsOrigin: config.corsOrigin,
     });
     const listener = await listen(app.callback(), config.port);
-    const database = db;
+    const database = pool;
 
     return {
       port: listener.port,
@@ -77,12 +77,27 @@ export async function startService(config: Config, logger: Logger): Promise<Serv
       },
     };
   } catch (err) {
-    if (db) await closeWithin(db, logger);
+    if (pool) await closeWithin(pool, logger);
     // Only a PostgreSQL this process started: one it adopted may be serving another instance
     // (a second `npm start` that finds the port taken must not stop the first one's database).
     await databaseServer.release();
     throw err;
   }
+}
+
+/**
+ * `npm start` execs node, so npm is our parent. A SIGKILL to npm reaches no one, and this
+ * process would go on serving alone: once npm is gone we are re-parented, and stop.
+ */
+function whenNpmDies(onGone: () => void): void {
+  if (!process.env.npm_lifecycle_event) return;
+  const npm = process.ppid;
+  const timer = setInterval(() => {
+    if (process.ppid === npm) return;
+    clearInterval(timer);
+    onGone();
+  }, 1_000);
+  timer.unref();
 }
 
 async function main(): Promise<void> {
@@ -130,9 +145,7 @@ async function main(): Promise<void> {
     logger.fatal({ err }, 'unhandled promise rejection');
     shutdown('unhandled promise rejection', 1);
   });
-  // A SIGKILL to `npm start` reaches no one (and before its start script exec'd node, npm passed
-  // a SIGTERM only to the shell between it and us): this process would go on serving alone.
-  watchNpmParent(() => shutdown('npm exited'));
+  whenNpmDies(() => shutdown('npm exited'));
 
   started.service = startService(config, logger).then(
     (service) => {

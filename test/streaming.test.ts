@@ -133,7 +133,7 @@ async function blockedServiceQuery(admin: Client, ignore: number[]): Promise<num
   const { rows } = await admin.query<{ pid: number }>(
     `SELECT pid FROM pg_stat_activity
       WHERE datname = current_database() AND wait_event_type = 'Lock'
-        AND query LIKE '%FROM bikes%' AND NOT (pid = ANY($1::int[]))`,
+        AND query ~* 'from "?bikes"?' AND NOT (pid = ANY($1::int[]))`,
     [ignore],
   );
   return rows[0]?.pid;

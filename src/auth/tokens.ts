@@ -29,7 +29,7 @@ export function createTokens(secret: string): Tokens {
       if (typeof payload === 'string') throw new Error('token payload is not an object');
       const { iat, exp } = payload;
       // Only tokens that live as long as ours do: a correctly signed token without exp, or with a
-      // longer life, is refused too (DECISIONS rule 13).
+      // longer life, is refused too (docs/decisions.md rule 13).
       if (typeof iat !== 'number' || typeof exp !== 'number') throw new Error('token has no iat or exp');
       if (exp <= iat || exp - iat > TOKEN_LIFETIME_SECONDS) throw new Error('token lives longer than 1800 s');
       if (iat > Date.now() / 1000 + CLOCK_SKEW_SECONDS) throw new Error('token issued in the future');

@@ -6,7 +6,7 @@ import { createBikeRepository } from '../bikes/repository';
 import { readConfig } from '../config';
 import { openDatabaseServer } from '../db/database';
 import { migrate } from '../db/migrate';
-import { connectDatabase } from '../db/prisma';
+import { connectPool } from '../db/pool';
 import { createLogger } from '../logger';
 
 /**
@@ -98,16 +98,16 @@ async function main(): Promise<void> {
   const server = await openDatabaseServer(config, logger);
   try {
     await migrate(server.url, (message) => logger.info(message));
-    const db = connectDatabase(server.url, (err) => logger.warn({ err: err.message }, 'database connection lost'));
+    const pool = connectPool(server.url, (err) => logger.warn({ err: err.message }, 'database connection lost'));
     try {
-      const bikes = createBikeRepository(db);
+      const bikes = createBikeRepository(pool);
       // One at a time, so the catalog lists them in the order they were made.
       for (let i = 0; i < options.count; i++) {
         const fields = fakeBike();
         await bikes.create(randomUUID(), deriveHandle(fields.title), fields);
       }
     } finally {
-      await db.close();
+      await pool.end();
     }
     logger.info({ count: options.count }, `added ${options.count} bike(s) to the catalog`);
   } finally {

@@ -1,33 +1,18 @@
 import { randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
-import Router, { type RouterContext } from '@koa/router';
+import Router from '@koa/router';
 import type Koa from 'koa';
 import type { Tokens } from '../auth/tokens';
-import { type Bike, deriveHandle } from '../bikes/bike';
+import { type Bike, bikeFields, deriveHandle, patch, replacement, validate } from '../bikes/bike';
 import type { BikeRepository } from '../bikes/repository';
-import { parseCreateBody, parsePatchBody, parseReplaceBody } from '../bikes/schema';
-import { requireToken } from './auth';
-import { readBody } from './body';
 import { HttpError } from './errors';
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-/** A path id that is not a UUID cannot name a bike: 404 on every route (after the token check). */
-const requireUuid: Koa.Middleware = async (ctx, next) => {
-  if (!UUID.test((ctx as unknown as RouterContext).params.id)) throw new HttpError(404);
-  await next();
-};
-
-function idOf(ctx: Koa.Context): string {
-  return (ctx as unknown as RouterContext).params.id.toLowerCase();
-}
+import { type Policy, routes } from './route';
 
 /**
  * Sends the bikes as one JSON array. A result that fits in one batch goes out as one plain body
- * (most searches: no stream to set up, one write); a larger one is written batch by batch as rows
- * arrive. The first two batches are read before the status is sent, so a database that is down
- * gives a 503; a failure later destroys the connection, so the client sees a broken response,
- * never a short array.
+ * (most searches); a larger one is written batch by batch as rows arrive. The first two batches
+ * are read before the status is sent, so a database that is down gives a 503; a failure later
+ * destroys the connection, so the client sees a broken response, never a short array.
  */
 async function sendBikeArray(ctx: Koa.Context, batches: AsyncGenerator<Bike[]>): Promise<void> {
   const first = await batches.next();
@@ -47,7 +32,7 @@ async function sendBikeArray(ctx: Koa.Context, batches: AsyncGenerator<Bike[]>):
   ctx.body = Readable.from(chunks(), { objectMode: false });
 }
 
-/** The search term: one `query` parameter, or none (every bike). Anything else is a failed search. */
+/** The search term: one `query` parameter, or none (every bike). Anything else is a failed search: 400. */
 function searchTerm(ctx: Koa.Context): string {
   const query = ctx.query.query;
   if (query === undefined) return '';
@@ -55,66 +40,99 @@ function searchTerm(ctx: Koa.Context): string {
   return query;
 }
 
+/**
+ * How each bike route answers what it cannot accept (see route.ts), by operation: the routes
+ * below and the OpenAPI document both read it.
+ */
+export const BIKE_POLICIES = {
+  listBikes: {},
+  getBike: {},
+  getBikeByHandle: {},
+  searchBikesByTitle: {},
+  createBike: { token: true, body: true, invalid: 400 },
+  // Every failure of a replace is a 404, as the specification says.
+  replaceBike: { token: true, body: true, invalid: 404 },
+  updateBike: { token: true, body: true, invalid: 400 },
+  deleteBike: { token: true, invalid: 404 },
+} satisfies Record<string, Policy>;
+
 export function bikesRouter(bikes: BikeRepository, tokens: Tokens): Router {
   const router = new Router({ prefix: '/bikes' });
-  const auth = requireToken(tokens);
+  const route = routes(tokens);
 
   // "all" names the list, never a bike: the id routes pass /bikes/all by without answering, so
   // any method but GET and HEAD there is a 405 (see methodNotAllowed), not a 401 or a 404.
   router.param('id', (id, _ctx, next) => (id.toLowerCase() === 'all' ? undefined : next()));
 
-  router.get('/all', async (ctx) => {
-    await sendBikeArray(ctx, bikes.listInBatches());
-  });
+  router.get(
+    '/all',
+    route(BIKE_POLICIES.listBikes, (ctx) => sendBikeArray(ctx, bikes.listInBatches())),
+  );
 
-  router.get('/search/by-title', async (ctx) => {
-    const term = searchTerm(ctx);
-    await sendBikeArray(ctx, bikes.listInBatches({ titleContains: term }));
-  });
+  router.get(
+    '/search/by-title',
+    route(BIKE_POLICIES.searchBikesByTitle, (ctx) =>
+      sendBikeArray(ctx, bikes.listInBatches({ titleContains: searchTerm(ctx) })),
+    ),
+  );
 
-  router.get('/by-handle/:handle', async (ctx) => {
-    const bike = await bikes.findFirstByHandle(ctx.params.handle);
-    if (!bike) throw new HttpError(404);
-    ctx.body = bike;
-  });
+  router.get(
+    '/by-handle/:handle',
+    route(BIKE_POLICIES.getBikeByHandle, async (ctx) => {
+      ctx.body = (await bikes.findFirstByHandle(ctx.params.handle)) ?? notFound();
+    }),
+  );
 
-  router.get('/:id', requireUuid, async (ctx) => {
-    const bike = await bikes.findById(idOf(ctx));
-    if (!bike) throw new HttpError(404);
-    ctx.body = bike;
-  });
+  router.get(
+    '/:id',
+    route(BIKE_POLICIES.getBike, async (ctx) => {
+      ctx.body = (await bikes.findById(ctx.params.id.toLowerCase())) ?? notFound();
+    }),
+  );
 
-  router.post('/', auth, readBody(400), async (ctx) => {
-    const fields = parseCreateBody(ctx.request.body);
-    if (!fields.ok) throw new HttpError(400);
-    ctx.body = await bikes.create(randomUUID(), deriveHandle(fields.value.title), fields.value);
-  });
+  router.post(
+    '/',
+    route(BIKE_POLICIES.createBike, async (ctx, body) => {
+      const fields = validate(bikeFields, body) ?? invalid(400);
+      ctx.body = await bikes.create(randomUUID(), deriveHandle(fields.title), fields);
+    }),
+  );
 
-  // Every failure of a replace is a 404, as the specification says.
-  router.put('/:id', auth, requireUuid, readBody(404), async (ctx) => {
-    const body = parseReplaceBody(ctx.request.body);
-    if (!body.ok) throw new HttpError(404);
-    const { handle, ...fields } = body.value;
-    ctx.body = await bikes.replace(idOf(ctx), handle, fields);
-  });
+  router.put(
+    '/:id',
+    route(BIKE_POLICIES.replaceBike, async (ctx, body) => {
+      const { id: _ignored, handle, ...fields } = validate(replacement, body) ?? invalid(404);
+      ctx.body = await bikes.replace(ctx.params.id.toLowerCase(), handle, fields);
+    }),
+  );
 
-  router.patch('/:id', auth, requireUuid, readBody(400), async (ctx) => {
-    const id = idOf(ctx);
-    const patch = parsePatchBody(ctx.request.body);
-    if (!patch.ok) {
+  router.patch(
+    '/:id',
+    route(BIKE_POLICIES.updateBike, async (ctx, body) => {
+      const id = ctx.params.id.toLowerCase();
+      const changes = validate(patch, body);
       // The bike must exist before its fields are judged: a missing bike is 404 first.
-      throw new HttpError((await bikes.findById(id)) ? 400 : 404);
-    }
-    const bike = await bikes.patch(id, patch.value);
-    if (!bike) throw new HttpError(404);
-    ctx.body = bike;
-  });
+      if (!changes) invalid((await bikes.findById(id)) ? 400 : 404);
+      ctx.body = (await bikes.patch(id, changes)) ?? notFound();
+    }),
+  );
 
-  router.delete('/:id', auth, requireUuid, async (ctx) => {
-    const id = idOf(ctx);
-    if (!(await bikes.delete(id))) throw new HttpError(404);
-    ctx.body = { id };
-  });
+  router.delete(
+    '/:id',
+    route(BIKE_POLICIES.deleteBike, async (ctx) => {
+      const id = ctx.params.id.toLowerCase();
+      if (!(await bikes.delete(id))) notFound();
+      ctx.body = { id };
+    }),
+  );
 
   return router;
+}
+
+function notFound(): never {
+  throw new HttpError(404);
+}
+
+function invalid(status: 400 | 404): never {
+  throw new HttpError(status);
 }

@@ -1,92 +1,18 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import type * as yup from 'yup';
-import { type Bike, type BikeFields, deriveHandle } from '../bikes/bike';
-import { createBikeSchema, moneySchema, patchBikeSchema, priceRangeSchema, replaceBikeSchema } from '../bikes/schema';
+import { type Bike, type BikeFields, bike, bikeFields, deriveHandle, patch, replacement } from '../bikes/bike';
+import { BIKE_POLICIES } from './bikes-router';
+import { type JsonSchema, toJsonSchema } from './json-schema';
+import type { Policy } from './route';
+import { TOKEN_POLICY } from './token-router';
 
 /**
- * The OpenAPI 3.1 description of the nine operations, served at GET /openapi.json.
- *
- * The bike body schemas are translated from the yup schemas the handlers validate with
- * (`schema.describe()`), so the document cannot drift from the rules: a yup rule this file
- * does not know how to express makes building the document throw. The statuses listed per
- * operation are those the specification and DECISIONS.md allow; test/ops/openapi.test.ts
- * checks the document against the routers and the running service.
+ * The OpenAPI 3.1 description of the nine operations, served at GET /openapi.json. The bike
+ * schemas are converted from the yup schemas the handlers validate with, and each operation's
+ * error statuses follow from the policy its route declares; what is written here is the prose
+ * and the examples. test/ops/openapi.test.ts checks the document against the running service.
  */
-
-export type JsonSchema = { [keyword: string]: unknown };
-
-interface YupDescription {
-  type: string;
-  optional: boolean;
-  nullable: boolean;
-  oneOf: unknown[];
-  tests: { name?: string; params?: Record<string, unknown> }[];
-  fields?: Record<string, YupDescription>;
-}
-
-/** Named schemas: a nested yup schema equal to one of these becomes a $ref to it. */
-const NAMED: { name: string; schema: yup.AnySchema }[] = [
-  { name: 'Money', schema: moneySchema },
-  { name: 'PriceRange', schema: priceRangeSchema },
-];
-
-/** The shape of a description, without what belongs to its place in a parent (optional, default). */
-function shapeKey(description: YupDescription): string {
-  const { optional: _optional, default: _default, ...shape } = description as YupDescription & { default?: unknown };
-  return JSON.stringify(shape);
-}
-
-function describe(schema: yup.AnySchema): YupDescription {
-  return schema.describe() as unknown as YupDescription;
-}
-
-const namedShapes = new Map(
-  NAMED.map(({ name, schema }) => [shapeKey(describe(schema)), `#/components/schemas/${name}`]),
-);
-
-/**
- * Strings PostgreSQL can store: no U+0000 and no lone UTF-16 surrogate (the yup test
- * "storable"). Written so that it means the same with and without the regex `u` flag.
- */
-const STORABLE_PATTERN = '^(?:[^\\u0000\\uD800-\\uDFFF]|[\\uD800-\\uDBFF][\\uDC00-\\uDFFF])*$';
-
-function fromYup(description: YupDescription, { top = false } = {}): JsonSchema {
-  const ref = top ? undefined : namedShapes.get(shapeKey(description));
-  if (ref) return { $ref: ref };
-  if (description.nullable || description.oneOf.length > 0) {
-    throw new Error(`OpenAPI: no translation for a nullable or oneOf yup schema (${description.type})`);
-  }
-  const schema: JsonSchema = {};
-  switch (description.type) {
-    case 'object': {
-      const fields = Object.entries(description.fields ?? {});
-      schema.type = 'object';
-      schema.properties = Object.fromEntries(fields.map(([key, field]) => [key, fromYup(field)]));
-      const required = fields.filter(([, field]) => !field.optional).map(([key]) => key);
-      if (required.length > 0) schema.required = required;
-      break;
-    }
-    case 'string':
-    case 'number':
-    case 'boolean':
-      schema.type = description.type;
-      break;
-    default:
-      throw new Error(`OpenAPI: no translation for yup type ${description.type}`);
-  }
-  for (const test of description.tests) {
-    if (test.name === 'finite') continue; // JSON numbers are finite anyway; 1e999 is stated in the descriptions
-    if (test.name === 'storable') schema.pattern = STORABLE_PATTERN;
-    else if (test.name === 'min' && description.type === 'string') schema.minLength = test.params?.min;
-    else throw new Error(`OpenAPI: no translation for the yup test ${test.name} on a ${description.type}`);
-  }
-  return schema;
-}
-
-function schemaFromYup(schema: yup.AnySchema, description: string): JsonSchema {
-  return { description, ...fromYup(describe(schema), { top: true }) };
-}
 
 const STRINGS_NOTE =
   'Strings may not contain U+0000 or a lone UTF-16 surrogate; numbers are any finite JSON number. ' +
@@ -117,75 +43,252 @@ const EXAMPLE_TOKEN =
 const ref = (kind: 'schemas' | 'responses' | 'parameters' | 'headers', name: string) => ({
   $ref: `#/components/${kind}/${name}`,
 });
-
-const json = (schema: JsonSchema, example?: unknown) => ({
+const json = (schema: JsonSchema, example?: unknown): Record<string, unknown> => ({
   'application/json': { schema, ...(example !== undefined && { example }) },
 });
-
 const REQUEST_ID_HEADER = { 'X-Request-Id': ref('headers', 'RequestId') };
-
-function ok(description: string, schema: JsonSchema, example: unknown) {
-  return { description, headers: REQUEST_ID_HEADER, content: json(schema, example) };
-}
 
 /** The error responses: a status and its reason phrase as plain text, never JSON. */
 const ERRORS = {
-  400: ['BadRequest', 'Bad Request'],
-  401: ['Unauthorized', 'Unauthorized'],
-  403: ['Forbidden', 'Forbidden'],
-  404: ['NotFound', 'Not Found'],
-  413: ['PayloadTooLarge', 'Payload Too Large'],
-  431: ['HeadersTooLarge', 'Request Header Fields Too Large'],
-  503: ['ServiceUnavailable', 'Service Unavailable'],
+  400: ['BadRequest', 'Bad Request', 'The request failed validation.'],
+  401: [
+    'Unauthorized',
+    'Unauthorized',
+    'No bearer token: the Authorization header is missing or has no second element.',
+  ],
+  403: [
+    'Forbidden',
+    'Forbidden',
+    'The token failed verification (tampered, another secret, expired, not HS256, or living over 1800 s).',
+  ],
+  404: ['NotFound', 'Not Found', 'No such bike (a path id that is not a UUID names no bike).'],
+  413: ['PayloadTooLarge', 'Payload Too Large', 'The body is larger than 1 MB; nothing is stored.'],
+  503: ['ServiceUnavailable', 'Service Unavailable', 'The database is not answering; retry (see Retry-After).'],
 } as const;
 type ErrorStatus = keyof typeof ERRORS;
 
-const ERROR_MEANINGS: Record<ErrorStatus, string> = {
-  400: 'The request failed validation.',
-  401: 'No bearer token: the Authorization header is missing or has no second element.',
-  403: 'The token failed verification (tampered, another secret, expired, or not HS256).',
-  404: 'No such bike (a path id that is not a UUID names no bike).',
-  413: 'The body is larger than 1 MB; nothing is stored.',
-  431: 'The request headers are larger than 256 KB. Answered before any route, with no body; the connection closes.',
-  503: 'The database is not answering; retry (see Retry-After).',
+/** Any request can get it: node's HTTP parser answers it before any route, with no body. */
+const HEADERS_TOO_LARGE = {
+  description: 'The request headers are larger than 256 KB; the connection closes.',
 };
 
-/** The error responses of an operation: `statuses`, and 431, which any request can get. */
-function errorResponses(statuses: ErrorStatus[], meanings: Partial<Record<ErrorStatus, string>> = {}) {
-  return Object.fromEntries(
-    [...statuses, 431 as const].map((status) => {
-      const [name] = ERRORS[status];
-      return [
-        String(status),
-        meanings[status] ? { ...ref('responses', name), description: meanings[status] } : ref('responses', name),
-      ];
-    }),
-  );
+/**
+ * The error statuses of an operation, from its route's policy: 401 and 403 with a token, 413
+ * and the policy's status for bad input with a body, 404 for a bike id that names nothing,
+ * 503 where the database is needed; and those its handler adds.
+ */
+function errorResponses(
+  policy: Policy,
+  { id = false, database = true, also = [] as ErrorStatus[], meanings = {} as Partial<Record<ErrorStatus, string>> },
+) {
+  const statuses = new Set<ErrorStatus>(also);
+  if (policy.token) [401, 403].forEach((s) => statuses.add(s as ErrorStatus));
+  if (policy.body) [413, policy.invalid ?? 404].forEach((s) => statuses.add(s as ErrorStatus));
+  if (id) statuses.add(404);
+  if (database) statuses.add(503);
+  const responses: Record<string, unknown> = {};
+  for (const status of [...statuses].sort()) {
+    const name = ERRORS[status][0];
+    responses[status] = meanings[status]
+      ? { ...ref('responses', name), description: meanings[status] }
+      : ref('responses', name);
+  }
+  return { ...responses, 431: HEADERS_TOO_LARGE };
 }
 
-const BEARER = [{ bearerAuth: [] }];
-const PUBLIC: typeof BEARER = [];
+const BIKE = ref('schemas', 'Bike');
+const BIKES = { type: 'array', items: BIKE };
+const ID_PARAMETER = ref('parameters', 'BikeId');
 
-const idParameter = ref('parameters', 'BikeId');
-
-function bikeBody(schema: string, example: unknown, description: string) {
-  return { required: true, description, content: json(ref('schemas', schema), example) };
+interface Operation {
+  method: 'get' | 'post' | 'put' | 'patch' | 'delete';
+  path: string;
+  summary: string;
+  description?: string;
+  policy: Policy;
+  parameters?: unknown[];
+  requestBody?: unknown;
+  /** The 200: what it is, its schema and an example. */
+  ok: [string, JsonSchema, unknown];
+  errors?: Parameters<typeof errorResponses>[1];
 }
 
 function buildDocument() {
-  const packageJson = JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', 'package.json'), 'utf8')) as {
+  const { version } = JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', 'package.json'), 'utf8')) as {
     version: string;
   };
-  const bikeFromCreate = fromYup(describe(createBikeSchema), { top: true }) as {
-    properties: Record<string, JsonSchema>;
-    required: string[];
+  const schemas: Record<string, JsonSchema> = {};
+  schemas.Bike = {
+    description: 'A bike as the service returns it: exactly these fields, each as the client sent it.',
+    ...toJsonSchema(bike, schemas),
+    additionalProperties: false,
   };
+  const body = (name: string, schema: yup.Schema, description: string, example: unknown, required = true) => {
+    schemas[name] = { description: `${description} ${STRINGS_NOTE}`, ...toJsonSchema(schema, schemas) };
+    return { required, description, content: json(ref('schemas', name), example) };
+  };
+  const patchBody = body(
+    'BikePatch',
+    patch,
+    'Any subset of the fields, each valid as on create.',
+    EXAMPLE_PATCH,
+    false,
+  );
+  patchBody.content['application/merge-patch+json'] = { schema: ref('schemas', 'BikePatch') };
+
+  const operations: Record<string, Operation> = {
+    listBikes: {
+      method: 'get',
+      path: '/bikes/all',
+      summary: 'List every bike',
+      description: 'Every bike, oldest first (creation order). No pagination: the array is streamed.',
+      policy: BIKE_POLICIES.listBikes,
+      ok: ['Every bike', BIKES, [EXAMPLE_BIKE]],
+    },
+    getBike: {
+      method: 'get',
+      path: '/bikes/{id}',
+      summary: 'Get a bike by id',
+      policy: BIKE_POLICIES.getBike,
+      ok: ['The bike', BIKE, EXAMPLE_BIKE],
+    },
+    replaceBike: {
+      method: 'put',
+      path: '/bikes/{id}',
+      summary: 'Replace a bike',
+      description:
+        'Stores the body under the path id (a body id is not used as the key; the handle is stored as given). ' +
+        'A well-formed id with no bike creates it there. Every failure, including a body that fails ' +
+        'validation, answers 404, as the specification says.',
+      policy: BIKE_POLICIES.replaceBike,
+      requestBody: body(
+        'BikeReplacement',
+        replacement,
+        'All eight fields, plus a non-empty id and handle.',
+        EXAMPLE_BIKE,
+      ),
+      ok: ['The stored bike', BIKE, EXAMPLE_BIKE],
+      errors: { meanings: { 404: 'Not a UUID, malformed JSON, or a body that fails validation.' } },
+    },
+    updateBike: {
+      method: 'patch',
+      path: '/bikes/{id}',
+      summary: 'Update some fields of a bike',
+      description:
+        'Writes only the fields in the body; each must be valid as on create (a priceRange must be complete). ' +
+        'A body id is ignored; a handle is written as given; a new title does not change the handle. No body is ' +
+        'an empty patch.',
+      policy: BIKE_POLICIES.updateBike,
+      requestBody: patchBody,
+      ok: ['The bike with the fields applied', BIKE, { ...EXAMPLE_BIKE, ...EXAMPLE_PATCH }],
+      errors: { meanings: { 400: 'A field has the wrong type, or the JSON is malformed. Nothing changes.' } },
+    },
+    deleteBike: {
+      method: 'delete',
+      path: '/bikes/{id}',
+      summary: 'Delete a bike',
+      policy: BIKE_POLICIES.deleteBike,
+      ok: ['The id of the deleted bike', ref('schemas', 'DeletedBike'), { id: EXAMPLE_ID }],
+    },
+    getBikeByHandle: {
+      method: 'get',
+      path: '/bikes/by-handle/{handle}',
+      summary: 'Get the first bike with a handle',
+      description: 'Handles are not unique: the bike created first wins.',
+      policy: BIKE_POLICIES.getBikeByHandle,
+      parameters: [
+        {
+          name: 'handle',
+          in: 'path',
+          required: true,
+          description: 'The handle: the title with spaces turned into dashes, lowercased.',
+          schema: { type: 'string' },
+          example: EXAMPLE_BIKE.handle,
+        },
+      ],
+      ok: ['The bike', BIKE, EXAMPLE_BIKE],
+      errors: { also: [404] },
+    },
+    searchBikesByTitle: {
+      method: 'get',
+      path: '/bikes/search/by-title',
+      summary: 'Search bikes by title',
+      description: 'Case-sensitive substring match on the title, oldest first. `%`, `_` and `\\` match themselves.',
+      policy: BIKE_POLICIES.searchBikesByTitle,
+      parameters: [
+        {
+          name: 'query',
+          in: 'query',
+          required: false,
+          description: 'The text to look for. Missing or empty: every bike. Given twice, or with U+0000: 400.',
+          schema: { type: 'string', default: '', pattern: '^[^\\u0000]*$' },
+          example: 'Hybrid',
+        },
+      ],
+      ok: ['The matching bikes', BIKES, [EXAMPLE_BIKE]],
+      errors: {
+        also: [400],
+        meanings: { 400: 'A failed search: `query` given more than once, or containing U+0000.' },
+      },
+    },
+    createBike: {
+      method: 'post',
+      path: '/bikes/',
+      summary: 'Create a bike',
+      description:
+        'The server makes the id (UUID v4) and the handle (from the title); a body id or handle is ignored. ' +
+        '`POST /bikes` is the same route.',
+      policy: BIKE_POLICIES.createBike,
+      requestBody: body('NewBike', bikeFields, 'The eight client fields.', EXAMPLE_FIELDS),
+      ok: ['The created bike', BIKE, EXAMPLE_BIKE],
+      errors: { meanings: { 400: 'No body, malformed JSON, or a body that fails validation.' } },
+    },
+    issueToken: {
+      method: 'post',
+      path: '/api/user',
+      summary: 'Get a bearer token',
+      description:
+        'No authentication. The token is an HS256 JWT carrying `username`, `iat` and `exp`, valid for 1800 seconds.',
+      policy: TOKEN_POLICY,
+      requestBody: {
+        required: false,
+        content: {
+          ...json(ref('schemas', 'TokenRequest'), { username: 'alice' }),
+          'application/x-www-form-urlencoded': { schema: ref('schemas', 'TokenRequest') },
+        },
+      },
+      ok: ['A token', ref('schemas', 'Token'), { token: EXAMPLE_TOKEN }],
+      errors: {
+        database: false,
+        meanings: { 400: '`username` is present but not a string, or the JSON is malformed.' },
+      },
+    },
+  };
+
+  const paths: Record<string, Record<string, unknown>> = {};
+  for (const [operationId, op] of Object.entries(operations)) {
+    const id = op.path.includes('{id}');
+    paths[op.path] ??= {};
+    paths[op.path][op.method] = {
+      tags: [op.path === '/api/user' ? 'tokens' : 'bikes'],
+      operationId,
+      security: op.policy.token ? [{ bearerAuth: [] }] : [],
+      summary: op.summary,
+      ...(op.description && { description: op.description }),
+      ...((id || op.parameters) && { parameters: [...(id ? [ID_PARAMETER] : []), ...(op.parameters ?? [])] }),
+      ...(op.requestBody !== undefined && { requestBody: op.requestBody }),
+      responses: {
+        200: { description: op.ok[0], headers: REQUEST_ID_HEADER, content: json(op.ok[1], op.ok[2]) },
+        ...errorResponses(op.policy, { id, ...op.errors }),
+      },
+    };
+  }
 
   return {
     openapi: '3.1.0',
     info: {
       title: 'Bike catalog',
-      version: packageJson.version,
+      version,
       license: { name: 'MIT', identifier: 'MIT' },
       description:
         'A catalog of bikes. Reads are open; creating, replacing, updating and deleting need a bearer token ' +
@@ -199,167 +302,7 @@ function buildDocument() {
       { name: 'bikes', description: 'The catalog' },
       { name: 'tokens', description: 'Bearer tokens for the write operations' },
     ],
-    paths: {
-      '/bikes/all': {
-        get: {
-          tags: ['bikes'],
-          operationId: 'listBikes',
-          security: PUBLIC,
-          summary: 'List every bike',
-          description: 'Every bike, oldest first (creation order). No pagination: the array is streamed.',
-          responses: {
-            200: ok('Every bike', { type: 'array', items: ref('schemas', 'Bike') }, [EXAMPLE_BIKE]),
-            ...errorResponses([503]),
-          },
-        },
-      },
-      '/bikes/{id}': {
-        get: {
-          tags: ['bikes'],
-          operationId: 'getBike',
-          security: PUBLIC,
-          summary: 'Get a bike by id',
-          parameters: [idParameter],
-          responses: { 200: ok('The bike', ref('schemas', 'Bike'), EXAMPLE_BIKE), ...errorResponses([404, 503]) },
-        },
-        put: {
-          tags: ['bikes'],
-          operationId: 'replaceBike',
-          summary: 'Replace a bike',
-          description:
-            'Stores the body under the path id (a body id is not used as the key; the handle is stored as given). ' +
-            'A well-formed id with no bike creates it there. Every failure, including a body that fails ' +
-            'validation, answers 404, as the specification says.',
-          security: BEARER,
-          parameters: [idParameter],
-          requestBody: bikeBody('BikeReplacement', EXAMPLE_BIKE, 'All eight fields, and a non-empty id and handle.'),
-          responses: {
-            200: ok('The stored bike', ref('schemas', 'Bike'), EXAMPLE_BIKE),
-            ...errorResponses([401, 403, 404, 413, 503], {
-              404: 'Not a UUID, malformed JSON, or a body that fails validation.',
-            }),
-          },
-        },
-        patch: {
-          tags: ['bikes'],
-          operationId: 'updateBike',
-          summary: 'Update some fields of a bike',
-          description:
-            'Writes only the fields in the body; each must be valid as on create (a priceRange must be complete). ' +
-            'A body id is ignored; a handle is written as given; a new title does not change the handle.',
-          security: BEARER,
-          parameters: [idParameter],
-          requestBody: {
-            required: false,
-            description: 'Any subset of the fields. No body is an empty patch.',
-            content: {
-              ...json(ref('schemas', 'BikePatch'), EXAMPLE_PATCH),
-              'application/merge-patch+json': { schema: ref('schemas', 'BikePatch') },
-            },
-          },
-          responses: {
-            200: ok('The bike with the fields applied', ref('schemas', 'Bike'), { ...EXAMPLE_BIKE, ...EXAMPLE_PATCH }),
-            ...errorResponses([400, 401, 403, 404, 413, 503], {
-              400: 'A field has the wrong type, or the JSON is malformed. Nothing changes.',
-            }),
-          },
-        },
-        delete: {
-          tags: ['bikes'],
-          operationId: 'deleteBike',
-          summary: 'Delete a bike',
-          security: BEARER,
-          parameters: [idParameter],
-          responses: {
-            200: ok('The id of the deleted bike', ref('schemas', 'DeletedBike'), { id: EXAMPLE_ID }),
-            ...errorResponses([401, 403, 404, 503]),
-          },
-        },
-      },
-      '/bikes/by-handle/{handle}': {
-        get: {
-          tags: ['bikes'],
-          operationId: 'getBikeByHandle',
-          security: PUBLIC,
-          summary: 'Get the first bike with a handle',
-          description: 'Handles are not unique: the bike created first wins.',
-          parameters: [
-            {
-              name: 'handle',
-              in: 'path',
-              required: true,
-              description: 'The handle: the title with spaces turned into dashes, lowercased.',
-              schema: { type: 'string' },
-              example: EXAMPLE_BIKE.handle,
-            },
-          ],
-          responses: { 200: ok('The bike', ref('schemas', 'Bike'), EXAMPLE_BIKE), ...errorResponses([404, 503]) },
-        },
-      },
-      '/bikes/search/by-title': {
-        get: {
-          tags: ['bikes'],
-          operationId: 'searchBikesByTitle',
-          security: PUBLIC,
-          summary: 'Search bikes by title',
-          description: 'Case-sensitive substring match on the title, oldest first. `%`, `_` and `\\` match themselves.',
-          parameters: [
-            {
-              name: 'query',
-              in: 'query',
-              required: false,
-              description: 'The text to look for. Missing or empty: every bike. Given twice, or with U+0000: 400.',
-              schema: { type: 'string', default: '', pattern: '^[^\\u0000]*$' },
-              example: 'Hybrid',
-            },
-          ],
-          responses: {
-            200: ok('The matching bikes', { type: 'array', items: ref('schemas', 'Bike') }, [EXAMPLE_BIKE]),
-            ...errorResponses([400, 503], {
-              400: 'A failed search: `query` given more than once, or containing U+0000.',
-            }),
-          },
-        },
-      },
-      '/bikes/': {
-        post: {
-          tags: ['bikes'],
-          operationId: 'createBike',
-          summary: 'Create a bike',
-          description:
-            'The server makes the id (UUID v4) and the handle (from the title); a body id or handle is ignored. ' +
-            '`POST /bikes` is the same route.',
-          security: BEARER,
-          requestBody: bikeBody('NewBike', EXAMPLE_FIELDS, 'The eight client fields.'),
-          responses: {
-            200: ok('The created bike', ref('schemas', 'Bike'), EXAMPLE_BIKE),
-            ...errorResponses([400, 401, 403, 413, 503], {
-              400: 'No body, malformed JSON, or a body that fails validation.',
-            }),
-          },
-        },
-      },
-      '/api/user': {
-        post: {
-          tags: ['tokens'],
-          operationId: 'issueToken',
-          security: PUBLIC,
-          summary: 'Get a bearer token',
-          description: 'No authentication. The token is an HS256 JWT carrying `username`, valid for 1800 seconds.',
-          requestBody: {
-            required: false,
-            content: {
-              ...json(ref('schemas', 'TokenRequest'), { username: 'alice' }),
-              'application/x-www-form-urlencoded': { schema: ref('schemas', 'TokenRequest') },
-            },
-          },
-          responses: {
-            200: ok('A token', ref('schemas', 'Token'), { token: EXAMPLE_TOKEN }),
-            ...errorResponses([400, 413], { 400: '`username` is present but not a string, or the JSON is malformed.' }),
-          },
-        },
-      },
-    },
+    paths,
     components: {
       securitySchemes: {
         bearerAuth: {
@@ -386,42 +329,24 @@ function buildDocument() {
         },
       },
       responses: Object.fromEntries(
-        Object.entries(ERRORS).map(([status, [name, phrase]]) => [
+        Object.entries(ERRORS).map(([status, [name, phrase, description]]) => [
           name,
-          status === '431'
-            ? { description: ERROR_MEANINGS[431] }
-            : {
-                description: ERROR_MEANINGS[Number(status) as ErrorStatus],
-                headers: {
-                  ...REQUEST_ID_HEADER,
-                  ...(status === '503' && {
-                    'Retry-After': { description: 'Seconds to wait', schema: { type: 'integer' } },
-                  }),
-                },
-                content: { 'text/plain': { schema: { type: 'string' }, example: phrase } },
-              },
+          {
+            description,
+            headers: {
+              ...REQUEST_ID_HEADER,
+              ...(status === '503' && {
+                'Retry-After': { description: 'Seconds to wait', schema: { type: 'integer' } },
+              }),
+            },
+            content: { 'text/plain': { schema: { type: 'string' }, example: phrase } },
+          },
         ]),
       ),
       schemas: {
-        Money: schemaFromYup(moneySchema, 'An amount and its currency.'),
-        PriceRange: schemaFromYup(priceRangeSchema, 'The lowest and highest price.'),
-        NewBike: schemaFromYup(createBikeSchema, `The eight fields a client sets. ${STRINGS_NOTE}`),
-        BikeReplacement: schemaFromYup(
-          replaceBikeSchema,
-          `All eight fields, plus a non-empty id and handle. ${STRINGS_NOTE}`,
-        ),
-        BikePatch: schemaFromYup(patchBikeSchema, `Any subset of the fields, each valid as on create. ${STRINGS_NOTE}`),
-        Bike: {
-          description: 'A bike as the service returns it: exactly these fields, each as the client sent it.',
-          type: 'object',
-          properties: {
-            id: { type: 'string', format: 'uuid' },
-            handle: { type: 'string' },
-            ...bikeFromCreate.properties,
-          },
-          required: ['id', 'handle', ...bikeFromCreate.required],
-          additionalProperties: false,
-        },
+        ...schemas,
+        Money: { description: 'An amount and its currency.', ...schemas.Money },
+        PriceRange: { description: 'The lowest and highest price.', ...schemas.PriceRange },
         DeletedBike: {
           type: 'object',
           properties: { id: { type: 'string', format: 'uuid' } },
@@ -443,12 +368,10 @@ function buildDocument() {
   };
 }
 
-export type OpenApiDocument = ReturnType<typeof buildDocument>;
-
-let built: OpenApiDocument | undefined;
+let built: ReturnType<typeof buildDocument> | undefined;
 
 /** The document, built once. */
-export function openApiDocument(): OpenApiDocument {
+export function openApiDocument(): ReturnType<typeof buildDocument> {
   built ??= buildDocument();
   return built;
 }

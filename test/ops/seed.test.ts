@@ -1,8 +1,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { Client } from 'pg';
-import { type Bike, deriveHandle } from '../../src/bikes/bike';
-import { parseCreateBody } from '../../src/bikes/schema';
+import { type Bike, bikeFields, deriveHandle, validate } from '../../src/bikes/bike';
 import { startEmbeddedPostgres } from '../../src/db/embedded-postgres';
 import { createTestDatabase } from '../support/databases';
 import { startTestService } from '../support/service';
@@ -46,7 +45,7 @@ describe('npm run db:seed (node dist/cli/seed.js)', () => {
     const threeYearsAgo = Date.now() - 3 * 366 * 24 * 3600 * 1000;
     for (const bike of bikes) {
       const { id: _id, handle, ...fields } = bike;
-      expect(parseCreateBody(fields).ok).toBe(true);
+      expect(validate(bikeFields, fields)).toEqual(fields);
       expect(handle).toBe(deriveHandle(bike.title));
       // "<bicycle type> <model>", e.g. "Hybrid Bicycle Sentra"; the product type is the type without "Bicycle".
       const [, type, model] = /^(.+? Bicycle|Tricycle) (.+)$/.exec(bike.title) ?? [];

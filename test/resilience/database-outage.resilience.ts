@@ -11,7 +11,7 @@ import { isAlive, postgresLog, postgresPidsFor, seedBikes, waitFor } from './sup
 import { tempDataDir } from '../support/temp-dir';
 
 /**
- * PostgreSQL stopped and started again under a running service (DECISIONS 17): requests that
+ * PostgreSQL stopped and started again under a running service (docs/decisions.md rule 17): requests that
  * need it answer 503 at once, the rest keep working, and the service serves again by itself,
  * without a restart, once PostgreSQL is back on the same port.
  */

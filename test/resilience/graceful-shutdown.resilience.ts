@@ -9,7 +9,7 @@ import { countBikes, isAlive, postgresLog, postgresPidsFor, seedBikes, waitFor }
 import { tempDataDir } from '../support/temp-dir';
 
 /**
- * SIGTERM while a large /bikes/all is streaming to a slow reader (DECISIONS: stop accepting
+ * SIGTERM while a large /bikes/all is streaming to a slow reader (docs/decisions.md: stop accepting
  * connections, finish requests in flight, close the pool, stop an embedded PostgreSQL cleanly,
  * exit 0), against the built service on its embedded PostgreSQL.
  */

@@ -1,28 +1,28 @@
 /**
- * Which statuses the specification and DECISIONS.md allow for each route, written down once so
+ * Which statuses the specification and docs/decisions.md allow for each route, written down once so
  * the fuzz test can judge any request, however odd.
  *
  * | Route                         | Method     | Allowed                          | Why                                                                   |
  * |-------------------------------|------------|----------------------------------|-----------------------------------------------------------------------|
  * | /bikes/all                    | GET, HEAD  | 200                              | spec 1                                                                |
- * | /bikes/search/by-title        | GET, HEAD  | 200, 400                         | spec 4; DECISIONS 5 (repeated `query`, U+0000: 400)                   |
+ * | /bikes/search/by-title        | GET, HEAD  | 200, 400                         | spec 4; rule 5 (repeated `query`, U+0000: 400)                   |
  * | /bikes/by-handle/:handle      | GET, HEAD  | 200, 404                         | spec 3                                                                |
- * | /bikes/:id                    | GET, HEAD  | 200, 404                         | spec 2; DECISIONS 6 (not a UUID: 404)                                 |
- * | /bikes, /bikes/               | POST       | 200, 400, 401, 403, 413          | spec 5 and Authentication; DECISIONS 12 (over 1 MB: 413)              |
- * | /bikes/:id                    | PUT        | 200, 401, 403, 404, 413          | spec 6 (every failure 404); DECISIONS 8, 11, 12                       |
- * | /bikes/:id                    | PATCH      | 200, 400, 401, 403, 404, 413     | spec 7; DECISIONS 9, 11, 12                                           |
- * | /bikes/:id                    | DELETE     | 200, 401, 403, 404               | spec 8; DECISIONS 10                                                  |
- * | /api/user                     | POST       | 200, 400, 413                    | spec 9; DECISIONS 12, 13                                              |
+ * | /bikes/:id                    | GET, HEAD  | 200, 404                         | spec 2; rule 6 (not a UUID: 404)                                 |
+ * | /bikes, /bikes/               | POST       | 200, 400, 401, 403, 413          | spec 5 and Authentication; rule 12 (over 1 MB: 413)              |
+ * | /bikes/:id                    | PUT        | 200, 401, 403, 404, 413          | spec 6 (every failure 404); rule 8, 11, 12                       |
+ * | /bikes/:id                    | PATCH      | 200, 400, 401, 403, 404, 413     | spec 7; rule 9, 11, 12                                           |
+ * | /bikes/:id                    | DELETE     | 200, 401, 403, 404               | spec 8; rule 10                                                  |
+ * | /api/user                     | POST       | 200, 400, 413                    | spec 9; rule 12, 13                                              |
  * | /healthz /readyz /openapi.json /docs /docs/swagger-initializer.js | GET, HEAD | 200 | operations routes (the database is up during the fuzz run)   |
  * | /docs/:asset                  | GET, HEAD  | 200, 404                         | a Swagger UI file, or none                                            |
  * | /bikes/all spelled otherwise  | any        | GET: 200, 404, 405; else 405     | "all" names the list, never a bike (/bikes/%61ll, /bikes/ALL)         |
- * | a known path, another method  | any        | 405 (OPTIONS: 204)               | DECISIONS 15                                                          |
- * | any path                      | any        | 404                              | unknown path; a path that is not valid percent-encoding (DECISIONS 6) |
+ * | a known path, another method  | any        | 405 (OPTIONS: 204)               | rule 15                                                          |
+ * | any path                      | any        | 404                              | unknown path; a path that is not valid percent-encoding (docs/decisions.md rule 6) |
  *
  * And, whatever the route:
  * - On a protected route (POST /bikes, PUT/PATCH/DELETE /bikes/:id) a request with no token gets
  *   exactly 401 and one with a token that fails verification exactly 403: the token is checked
- *   first (spec: order of checks; DECISIONS 12).
+ *   first (spec: order of checks; rule 12).
  * - Requests node's HTTP parser refuses before the app sees them (a method that is not a token,
  *   bad header bytes, both Content-Length and Transfer-Encoding, a request line and headers over
  *   256 KB, an Expect it does not know) are answered by node itself, without the X-Request-Id

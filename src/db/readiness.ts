@@ -1,0 +1,31 @@
+import type { Pool } from 'pg';
+import { withinTime } from '../timeout';
+import { type Migration, pendingMigrations, readMigrations } from './migrate';
+
+/** Whether the database can serve the API now; `reason` says why not, in a few words. */
+export type Readiness = { ready: true } | { ready: false; reason: string };
+
+/** A readiness answer comes within this time, even from a database that hangs. */
+const READINESS_TIMEOUT_MS = 2_000;
+
+/**
+ * Ready when PostgreSQL answers and every committed migration is recorded as applied. The
+ * migrations are read from disk once: the ones this build of the service expects.
+ */
+export function databaseReadiness(
+  pool: Pick<Pool, 'query'>,
+  migrations: Migration[] = readMigrations(),
+): () => Promise<Readiness> {
+  return async () => {
+    try {
+      const pending = await withinTime(pendingMigrations(pool, migrations), READINESS_TIMEOUT_MS);
+      if (pending === 'timeout') return { ready: false, reason: 'database not answering' };
+      if (pending.length > 0) return { ready: false, reason: `${pending.length} migration(s) not applied` };
+      return { ready: true };
+    } catch (err) {
+      // 42P01: no _prisma_migrations table, so nothing was ever migrated into this database.
+      const missingTable = (err as { code?: unknown }).code === '42P01';
+      return { ready: false, reason: missingTable ? 'migrations not applied' : 'database not answering' };
+    }
+  };
+}

@@ -1,0 +1,56 @@
+import type * as yup from 'yup';
+import { describe } from '../bikes/bike';
+
+export type JsonSchema = { [keyword: string]: unknown };
+
+type Description = ReturnType<typeof describe>;
+type Params = Record<string, unknown> | undefined;
+
+/**
+ * What each yup test says in JSON Schema, by type. A test missing here makes the conversion
+ * throw, so the document cannot silently drift from what the handlers check.
+ */
+const TESTS: Record<string, Record<string, (params: Params) => JsonSchema>> = {
+  string: {
+    matches: (params) => ({ pattern: (params?.regex as RegExp).source }),
+    min: (params) => ({ minLength: params?.min }),
+    uuid: () => ({ format: 'uuid' }),
+  },
+  // A JSON number is always finite (1e999 parses to Infinity, which the service refuses).
+  number: { finite: () => ({}) },
+  boolean: {},
+  object: {},
+};
+
+/**
+ * The JSON Schema (2020-12, as OpenAPI 3.1 uses) of a yup schema. A nested object named with
+ * `.meta({ name })` becomes a $ref to a schema of `components`, which this adds.
+ */
+export function toJsonSchema(schema: yup.Schema, components: Record<string, JsonSchema>): JsonSchema {
+  return convert(describe(schema), components, true);
+}
+
+function convert(description: Description, components: Record<string, JsonSchema>, top = false): JsonSchema {
+  const name = (description.meta as { name?: string } | undefined)?.name;
+  if (name && !top) {
+    components[name] ??= convert(description, components, true);
+    return { $ref: `#/components/schemas/${name}` };
+  }
+  const tests = TESTS[description.type];
+  if (!tests || description.nullable || description.oneOf.length > 0) {
+    throw new Error(`OpenAPI: no translation for this ${description.type} schema`);
+  }
+  let schema: JsonSchema = { type: description.type };
+  if (description.fields) {
+    const fields = Object.entries(description.fields);
+    schema.properties = Object.fromEntries(fields.map(([key, field]) => [key, convert(field, components)]));
+    const required = fields.filter(([, field]) => !field.optional).map(([key]) => key);
+    if (required.length > 0) schema.required = required;
+  }
+  for (const test of description.tests) {
+    const translate = test.name ? tests[test.name] : undefined;
+    if (!translate) throw new Error(`OpenAPI: no translation for the yup test ${test.name} on a ${description.type}`);
+    schema = { ...schema, ...translate(test.params) };
+  }
+  return schema;
+}
