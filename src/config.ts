@@ -27,12 +27,10 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (!/^\d+$/.test(portText) || port > 65535) {
     throw new ConfigError(`PORT must be a port number (0-65535), got "${portText}"`);
   }
-
   const databaseUrl = nonEmpty(env.DATABASE_URL);
   if (databaseUrl !== undefined && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
     throw new ConfigError('DATABASE_URL must be a postgresql:// connection string');
   }
-
   const jwtSecret = nonEmpty(env.JWT_SECRET);
   if (databaseUrl !== undefined && jwtSecret === undefined) {
     throw new ConfigError(
@@ -41,12 +39,10 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): Config {
         'Set JWT_SECRET to a long random string, for example: openssl rand -base64 32',
     );
   }
-
   const logLevel = nonEmpty(env.LOG_LEVEL) ?? 'info';
   if (!LOG_LEVELS.includes(logLevel)) {
     throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got "${logLevel}"`);
   }
-
   return {
     port,
     databaseUrl,

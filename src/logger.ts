@@ -6,13 +6,9 @@ export type Logger = pino.Logger;
 export const REQUEST_LINE = 'request';
 
 /**
- * JSON lines on stdout. Credentials are redacted wherever they might appear.
- *
- * Request lines are written in blocks of about 4 KB, or after 100 ms at most. Written one by one,
- * each line was its own write handed to libuv's thread pool, and under load that cost the event
- * loop about 50 µs per request on a 2-core machine, a fifth of a small request's time. Every
- * other line (start-up, warnings, errors) is written at once, and whatever is still buffered is
- * written when the process exits.
+ * JSON lines on stdout, credentials redacted wherever they might appear. Request lines are
+ * written in blocks of about 4 KB (or after 100 ms), a write per line being a cost per request;
+ * every other line at once; what is still buffered, when the process exits.
  */
 export function createLogger(level: string): Logger {
   const stdout = pino.destination({ dest: 1, sync: false, minLength: 4096, periodicFlush: 100 });

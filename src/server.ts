@@ -11,12 +11,9 @@ import { connectPool } from './db/pool';
 import { databaseReadiness } from './db/readiness';
 import { listen } from './http/listener';
 import { createLogger, type Logger } from './logger';
-import { withinTime } from './timeout';
+import { setTimeout } from 'node:timers/promises';
 
-/**
- * How long a shutdown lets requests in flight finish before it cuts their connections. Closing
- * the pool and stopping an embedded PostgreSQL take the rest, so the process is gone within 10 s.
- */
+/** Requests in flight may finish for this long; the pool and PostgreSQL stop in the rest of 10 s. */
 const SHUTDOWN_GRACE_MS = 8_000;
 /** How long a shutdown waits for the pool to close (it can hang on a database that is down). */
 const POOL_CLOSE_MS = 1_000;
@@ -38,16 +35,14 @@ async function migrateWhenReachable(url: string, logger: Logger): Promise<void> 
     } catch (err) {
       if (!isDatabaseUnavailable(err) || Date.now() > deadline) throw err;
       logger.warn('database not reachable yet, retrying');
-      await new Promise((resolve) => setTimeout(resolve, 1000));
+      await setTimeout(1_000);
     }
   }
 }
 
 async function closeWithin(pool: Pool, logger: Logger): Promise<void> {
-  const result = await withinTime(
-    pool.end().catch(() => undefined),
-    POOL_CLOSE_MS,
-  );
+  const timeout = setTimeout(POOL_CLOSE_MS, 'timeout' as const, { ref: false });
+  const result = await Promise.race([pool.end().catch(() => undefined), timeout]);
   if (result === 'timeout') logger.warn('database pool did not close in time');
 }
 

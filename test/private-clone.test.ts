@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { SHARED_DIR } from '../src/db/embedded-postgres';
+import { SHARED_DIR } from '../src/db/server-user';
 import { client, newBike } from './support/bikes';
 import { spawnService } from './support/process';
 

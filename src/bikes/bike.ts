@@ -18,21 +18,26 @@ const STORABLE = /^(?:[^\u0000\uD800-\uDFFF]|[\uD800-\uDBFF][\uDC00-\uDFFF])*$/;
 // stack on a deeply nested body ([[[...]]]): every type check uses this fixed message instead.
 const WRONG_TYPE = '${path} has the wrong type';
 
-const text = () =>
+// Each field carries an example, for the API description (src/http/openapi.ts).
+const text = (example: string) =>
   yup
     .string()
     .typeError(WRONG_TYPE)
     .strict()
     .defined()
-    .matches(STORABLE, '${path} contains U+0000 or a lone surrogate');
+    .matches(STORABLE, '${path} contains U+0000 or a lone surrogate')
+    .meta({ example });
 
-const finiteNumber = () =>
+const finiteNumber = (example: number) =>
   yup
     .number()
     .typeError(WRONG_TYPE)
     .strict()
     .defined()
-    .test('finite', '${path} must be a finite number', (value) => value === undefined || Number.isFinite(value));
+    .test('finite', '${path} must be a finite number', (value) => value === undefined || Number.isFinite(value))
+    .meta({ example });
+
+const boolean = (example: boolean) => yup.boolean().typeError(WRONG_TYPE).strict().defined().meta({ example });
 
 const object = <Shape extends yup.ObjectShape>(shape: Shape, name?: string) =>
   yup
@@ -42,75 +47,41 @@ const object = <Shape extends yup.ObjectShape>(shape: Shape, name?: string) =>
     .defined()
     .meta(name ? { name } : {});
 
-const money = object({ amount: finiteNumber(), currencyCode: text() }, 'Money');
+const money = object({ amount: finiteNumber(499.99), currencyCode: text('USD') }, 'Money');
 
 /** The eight fields a client sets, in the order responses list them. */
 const clientFields = {
-  title: text(),
-  productType: text(),
-  createdAt: text(),
-  description: text(),
-  vendor: text(),
-  availableForSale: yup.boolean().typeError(WRONG_TYPE).strict().defined(),
-  totalInventory: finiteNumber(),
+  title: text('Hybrid Bicycle Sentra'),
+  productType: text('Hybrid'),
+  createdAt: text('2024-03-01T10:00:00Z'),
+  description: text('A comfortable hybrid for the city, with hydraulic disc brakes'),
+  vendor: text('Sentra Cycles'),
+  availableForSale: boolean(true),
+  totalInventory: finiteNumber(12),
   priceRange: object({ minPrice: money, maxPrice: money }, 'PriceRange'),
 };
 
 /** POST /bikes/: the eight fields. */
 export const bikeFields = object(clientFields);
 
+/** The server's part of a bike. */
+const id = text('3f1c2a9e-8d4b-4c6f-9a1e-2b7d5e8f0c41');
+const handle = text('hybrid-bicycle-sentra');
+
 /** A bike as stored and returned: the server's id and handle, then the client's fields. */
-export const bike = object({ id: text().uuid(), handle: text(), ...clientFields });
+export const bike = object({ id: id.uuid(), handle, ...clientFields });
 
 /** PUT /bikes/<id>: the eight fields, plus a truthy id and handle (the specification's words). */
-export const replacement = object({ id: text().min(1), handle: text().min(1), ...clientFields });
+export const replacement = object({ id: id.min(1), handle: handle.min(1), ...clientFields });
 
 /** PATCH /bikes/<id>: any subset of the fields, and the handle; each present one valid as on create. */
-export const patch = object({ handle: text(), ...clientFields }).partial();
+export const patch = object({ handle, ...clientFields }).partial();
 
 export type BikeFields = yup.InferType<typeof bikeFields>;
 export type Bike = yup.InferType<typeof bike>;
 export type BikePatch = yup.InferType<typeof patch>;
 
-/**
- * The handle is the title with every space (U+0020) turned into '-', then lowercased.
- * Nothing is removed, collapsed or transliterated: "Fat  Bike" -> "fat--bike".
- */
+/** The title with every space (U+0020) turned into '-', then lowercased, and nothing else (rule 1). */
 export function deriveHandle(title: string): string {
   return title.replaceAll(' ', '-').toLowerCase();
-}
-
-/**
- * `body` checked against `schema`, keeping only the fields the schema names (unknown ones are
- * neither stored nor returned); undefined when it does not pass.
- */
-export function validate<T>(schema: yup.Schema<T>, body: unknown): T | undefined {
-  try {
-    schema.validateSync(body, { strict: true, abortEarly: true });
-  } catch (err) {
-    if (err instanceof yup.ValidationError) return undefined;
-    throw err;
-  }
-  return pick(describe(schema), body) as T;
-}
-
-type Description = yup.SchemaDescription & { fields?: Record<string, Description> };
-
-const descriptions = new WeakMap<yup.Schema, Description>();
-
-/** yup's description of a schema (its fields, tests and meta), made once. */
-export function describe(schema: yup.Schema): Description {
-  let description = descriptions.get(schema);
-  if (!description) descriptions.set(schema, (description = schema.describe() as Description));
-  return description;
-}
-
-function pick(description: Description, value: unknown): unknown {
-  if (!description.fields) return value;
-  const source = value as Record<string, unknown>;
-  const picked: Record<string, unknown> = {};
-  for (const [key, field] of Object.entries(description.fields)) {
-    if (Object.hasOwn(source, key) && source[key] !== undefined) picked[key] = pick(field, source[key]);
-  }
-  return picked;
 }

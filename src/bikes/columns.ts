@@ -1,14 +1,12 @@
 import type { Selectable } from 'kysely';
 import type { DB } from '../generated/kysely/database.ts';
-import { type Bike, bike, describe } from './bike';
+import { type Bike, bike } from './bike';
+import { describe } from './yup';
 
 /**
- * Where each field of a bike is stored, derived from the bike's schema by one rule: a top-level
- * field has a column of its own, in snake_case (productType -> product_type); the fields of an
- * embedded object are stored flat, named after their path below it
- * (priceRange.minPrice.amount -> min_price_amount). The rule is written twice, here for the
- * values and as the type BikeColumn, so that the compiler checks every derived column against
- * the table prisma/schema.prisma defines (BikeRow does not compile if one is missing).
+ * Where each field of a bike is stored, by one rule (docs/decisions.md, Database): productType ->
+ * product_type, priceRange.minPrice.amount -> min_price_amount. The rule is written twice, for
+ * the values and as the type BikeColumn, so the compiler checks each column against the table.
  */
 
 type Snake<S extends string> = S extends `${infer C}${infer Rest}`

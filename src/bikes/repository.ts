@@ -4,10 +4,7 @@ import { kysely, prepare, type Statement } from '../db/sql';
 import type { Bike, BikeFields, BikePatch } from './bike';
 import { BIKE_COLUMNS, type BikeRow, toBike, toColumns } from './columns';
 
-/**
- * The catalog's storage. Speaks in Bike objects; the table's layout stays in src/bikes/columns.ts.
- * Every statement is written with Kysely against the table's generated types and compiled once.
- */
+/** The catalog's storage, in Bike objects; every statement compiled once, checked against the table. */
 
 /** Rows per list or search batch: memory holds one batch at a time however large the catalog is. */
 export const LIST_BATCH_SIZE = 250;
@@ -63,21 +60,9 @@ function escapeLike(term: string): string {
   return term.replace(/[\\%_]/g, '\\$&');
 }
 
-export interface BikeRepository {
-  create(id: string, handle: string, fields: BikeFields): Promise<Bike>;
-  findById(id: string): Promise<Bike | null>;
-  findFirstByHandle(handle: string): Promise<Bike | null>;
-  /** Bikes oldest first, in batches, optionally only those whose title contains a term. */
-  listInBatches(options?: { titleContains?: string; batchSize?: number }): AsyncGenerator<Bike[]>;
-  /** Stores the bike under `id`, replacing what was there but keeping its place; creates it if absent. */
-  replace(id: string, handle: string, fields: BikeFields): Promise<Bike>;
-  /** Writes only the given fields; null when there is no such bike. */
-  patch(id: string, patch: BikePatch): Promise<Bike | null>;
-  /** False when there was no such bike. */
-  delete(id: string): Promise<boolean>;
-}
+export type BikeRepository = ReturnType<typeof createBikeRepository>;
 
-export function createBikeRepository(pool: Pool): BikeRepository {
+export function createBikeRepository(pool: Pool) {
   const run = async <Row>(statement: Statement<Row>, values: unknown[]): Promise<Row[]> =>
     (await pool.query<Row & object>(statement.text, values)).rows;
   const one = async (statement: Statement<BikeRow>, values: unknown[]): Promise<Bike | null> => {
@@ -90,19 +75,19 @@ export function createBikeRepository(pool: Pool): BikeRepository {
   };
 
   return {
-    async create(id, handle, fields) {
-      return (await one(statements.create, allColumns(id, handle, fields))) as Bike;
-    },
+    create: async (id: string, handle: string, fields: BikeFields) =>
+      (await one(statements.create, allColumns(id, handle, fields))) as Bike,
 
-    findById: (id) => one(statements.byId, [id]),
+    findById: (id: string) => one(statements.byId, [id]),
 
-    async findFirstByHandle(handle) {
+    async findFirstByHandle(handle: string): Promise<Bike | null> {
       // No stored string holds U+0000 (PostgreSQL text cannot), and as a parameter it is an error.
       if (handle.includes('\u0000')) return null;
       return one(statements.firstByHandle, [handle]);
     },
 
-    async *listInBatches({ titleContains, batchSize = LIST_BATCH_SIZE } = {}) {
+    /** Bikes oldest first, in batches, optionally only those whose title contains a term. */
+    async *listInBatches({ titleContains = '', batchSize = LIST_BATCH_SIZE } = {}): AsyncGenerator<Bike[]> {
       const pattern = titleContains ? `%${escapeLike(titleContains)}%` : undefined;
       let after = BEFORE_FIRST_SEQ;
       for (;;) {
@@ -117,11 +102,12 @@ export function createBikeRepository(pool: Pool): BikeRepository {
       }
     },
 
-    async replace(id, handle, fields) {
-      return (await one(statements.replace, allColumns(id, handle, fields))) as Bike;
-    },
+    /** Stores the bike under `id`, replacing what was there but keeping its place; creates it if absent. */
+    replace: async (id: string, handle: string, fields: BikeFields) =>
+      (await one(statements.replace, allColumns(id, handle, fields))) as Bike,
 
-    async patch(id, patch) {
+    /** Writes only the given fields; null when there is no such bike. */
+    async patch(id: string, patch: BikePatch): Promise<Bike | null> {
       const columns = toColumns(patch);
       if (Object.keys(columns).length === 0) return this.findById(id);
       // Only the columns of the fields present: concurrent PATCHes of other fields are kept.
@@ -135,7 +121,8 @@ export function createBikeRepository(pool: Pool): BikeRepository {
       return rows.length > 0 ? toBike(rows[0]) : null;
     },
 
-    async delete(id) {
+    /** False when there was no such bike. */
+    async delete(id: string): Promise<boolean> {
       const { rowCount } = await pool.query(statements.delete.text, [id]);
       return (rowCount ?? 0) > 0;
     },

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { faker } from '@faker-js/faker';
-import { type BikeFields, deriveHandle } from '../bikes/bike';
+import { type BikeFields, bikeFields, deriveHandle } from '../bikes/bike';
+import { exampleOf } from '../bikes/yup';
 import { createBikeRepository } from '../bikes/repository';
 import { readConfig } from '../config';
 import { openDatabaseServer } from '../db/database';
@@ -19,20 +20,8 @@ import { createLogger } from '../logger';
 const USAGE = 'usage: npm run db:seed -- [--count <1-100000>] [--seed <integer>]';
 const MAX_COUNT = 100_000;
 
-const FEATURES = [
-  'hydraulic disc brakes',
-  'a 1x12 drivetrain',
-  'a carbon fork',
-  'tubeless-ready wheels',
-  'internal cable routing',
-  'a dropper seatpost',
-  'mounts for a rack and mudguards',
-  'an 11-speed Shimano groupset',
-  'puncture-resistant tyres',
-  'integrated lights',
-];
-const FRAMES = ['aluminium', 'carbon', 'steel', 'titanium', 'chromoly'];
-const QUALITIES = ['Lightweight', 'Sturdy', 'Nimble', 'Comfortable', 'Fast', 'Versatile', 'Rugged', 'Relaxed'];
+const FEATURES = ['hydraulic disc brakes', 'a carbon fork', 'tubeless-ready wheels', 'a dropper seatpost', 'lights'];
+const FRAMES = ['aluminium', 'carbon', 'steel', 'titanium'];
 // Most shops price in one currency; a few bikes in others make the per-currency reports meaningful.
 const CURRENCIES = [
   { weight: 8, value: 'USD' },
@@ -42,7 +31,10 @@ const CURRENCIES = [
 
 const cents = (amount: number) => Math.round(amount * 100) / 100;
 
-/** One made-up bike: a bicycle type, a model and a manufacturer, with min price <= max price. */
+/**
+ * One made-up bike: a bicycle type, a model and a manufacturer, with min price <= max price.
+ * A field not made up here takes the example its schema carries.
+ */
 function fakeBike(): BikeFields {
   const type = faker.vehicle.bicycle(); // "Hybrid Bicycle", "Tricycle", ...
   const productType = type.replace(/ Bicycle$/, '');
@@ -50,14 +42,12 @@ function fakeBike(): BikeFields {
   const minPrice = faker.number.float({ min: 120, max: 4500, fractionDigits: 2 });
   const maxPrice = cents(minPrice + faker.number.float({ min: 0, max: minPrice * 0.6, fractionDigits: 2 }));
   const currencyCode = faker.helpers.weightedArrayElement(CURRENCIES);
-  const features = faker.helpers.arrayElements(FEATURES, 2);
   return {
+    ...exampleOf(bikeFields),
     title: `${type} ${model}`,
     productType,
     createdAt: faker.date.past({ years: 3 }).toISOString(),
-    description:
-      `${faker.helpers.arrayElement(QUALITIES)} ${type.toLowerCase()}: ${faker.helpers.arrayElement(FRAMES)} ` +
-      `frame in ${faker.color.human()}, ${features[0]} and ${features[1]}.`,
+    description: `A ${faker.helpers.arrayElement(FRAMES)} frame in ${faker.color.human()}, with ${faker.helpers.arrayElement(FEATURES)}.`,
     vendor: faker.vehicle.manufacturer(),
     availableForSale: faker.datatype.boolean({ probability: 0.8 }),
     totalInventory: faker.number.int({ min: 0, max: 60 }),
@@ -70,9 +60,8 @@ function fakeBike(): BikeFields {
 
 function readOptions(args: string[]): { count: number; seed: number | undefined } {
   const { values } = parseArgs({ args, options: { count: { type: 'string' }, seed: { type: 'string' } } });
-  const countText = values.count ?? '25';
-  const count = Number(countText);
-  if (!/^\d+$/.test(countText) || count < 1 || count > MAX_COUNT) {
+  const count = Number(values.count ?? '25');
+  if (!/^\d+$/.test(values.count ?? '25') || count < 1 || count > MAX_COUNT) {
     throw new Error(`--count must be a whole number from 1 to ${MAX_COUNT}\n${USAGE}`);
   }
   if (values.seed !== undefined && !/^-?\d+$/.test(values.seed)) throw new Error(`--seed must be an integer\n${USAGE}`);

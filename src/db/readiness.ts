@@ -1,5 +1,5 @@
 import type { Pool } from 'pg';
-import { withinTime } from '../timeout';
+import { setTimeout } from 'node:timers/promises';
 import { type Migration, pendingMigrations, readMigrations } from './migrate';
 
 /** Whether the database can serve the API now; `reason` says why not, in a few words. */
@@ -18,7 +18,8 @@ export function databaseReadiness(
 ): () => Promise<Readiness> {
   return async () => {
     try {
-      const pending = await withinTime(pendingMigrations(pool, migrations), READINESS_TIMEOUT_MS);
+      const timeout = setTimeout(READINESS_TIMEOUT_MS, 'timeout' as const, { ref: false });
+      const pending = await Promise.race([pendingMigrations(pool, migrations), timeout]);
       if (pending === 'timeout') return { ready: false, reason: 'database not answering' };
       if (pending.length > 0) return { ready: false, reason: `${pending.length} migration(s) not applied` };
       return { ready: true };

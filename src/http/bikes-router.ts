@@ -3,7 +3,8 @@ import { Readable } from 'node:stream';
 import Router from '@koa/router';
 import type Koa from 'koa';
 import type { Tokens } from '../auth/tokens';
-import { type Bike, bikeFields, deriveHandle, patch, replacement, validate } from '../bikes/bike';
+import { type Bike, bikeFields, deriveHandle, patch, replacement } from '../bikes/bike';
+import { validate } from '../bikes/yup';
 import type { BikeRepository } from '../bikes/repository';
 import { HttpError } from './errors';
 import { type Policy, routes } from './route';
@@ -79,21 +80,21 @@ export function bikesRouter(bikes: BikeRepository, tokens: Tokens): Router {
   router.get(
     '/by-handle/:handle',
     route(BIKE_POLICIES.getBikeByHandle, async (ctx) => {
-      ctx.body = (await bikes.findFirstByHandle(ctx.params.handle)) ?? notFound();
+      ctx.body = (await bikes.findFirstByHandle(ctx.params.handle)) ?? fail(404);
     }),
   );
 
   router.get(
     '/:id',
     route(BIKE_POLICIES.getBike, async (ctx) => {
-      ctx.body = (await bikes.findById(ctx.params.id.toLowerCase())) ?? notFound();
+      ctx.body = (await bikes.findById(ctx.params.id.toLowerCase())) ?? fail(404);
     }),
   );
 
   router.post(
     '/',
     route(BIKE_POLICIES.createBike, async (ctx, body) => {
-      const fields = validate(bikeFields, body) ?? invalid(400);
+      const fields = validate(bikeFields, body) ?? fail(400);
       ctx.body = await bikes.create(randomUUID(), deriveHandle(fields.title), fields);
     }),
   );
@@ -101,7 +102,7 @@ export function bikesRouter(bikes: BikeRepository, tokens: Tokens): Router {
   router.put(
     '/:id',
     route(BIKE_POLICIES.replaceBike, async (ctx, body) => {
-      const { id: _ignored, handle, ...fields } = validate(replacement, body) ?? invalid(404);
+      const { id: _ignored, handle, ...fields } = validate(replacement, body) ?? fail(404);
       ctx.body = await bikes.replace(ctx.params.id.toLowerCase(), handle, fields);
     }),
   );
@@ -112,8 +113,8 @@ export function bikesRouter(bikes: BikeRepository, tokens: Tokens): Router {
       const id = ctx.params.id.toLowerCase();
       const changes = validate(patch, body);
       // The bike must exist before its fields are judged: a missing bike is 404 first.
-      if (!changes) invalid((await bikes.findById(id)) ? 400 : 404);
-      ctx.body = (await bikes.patch(id, changes)) ?? notFound();
+      if (!changes) fail((await bikes.findById(id)) ? 400 : 404);
+      ctx.body = (await bikes.patch(id, changes)) ?? fail(404);
     }),
   );
 
@@ -121,7 +122,7 @@ export function bikesRouter(bikes: BikeRepository, tokens: Tokens): Router {
     '/:id',
     route(BIKE_POLICIES.deleteBike, async (ctx) => {
       const id = ctx.params.id.toLowerCase();
-      if (!(await bikes.delete(id))) notFound();
+      if (!(await bikes.delete(id))) fail(404);
       ctx.body = { id };
     }),
   );
@@ -129,10 +130,6 @@ export function bikesRouter(bikes: BikeRepository, tokens: Tokens): Router {
   return router;
 }
 
-function notFound(): never {
-  throw new HttpError(404);
-}
-
-function invalid(status: 400 | 404): never {
+function fail(status: 400 | 404): never {
   throw new HttpError(status);
 }

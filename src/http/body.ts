@@ -53,12 +53,8 @@ function parserFor(charset: string): Koa.Middleware {
 }
 
 /**
- * The body of a request, at most 1 MB (docs/decisions.md, rule 12): JSON for application/json
- * and every application/*+json, form fields for application/x-www-form-urlencoded, decoded from
- * its charset (UTF-8 when none is given). An empty body, whatever its type, reads as `{}`; any
- * other non-empty body, one in a charset that cannot be decoded, and malformed JSON get
- * `invalid` (400, or 404 on PUT). A body over 1 MB gets 413 without being read whole, and the
- * connection is closed.
+ * The body of a request, as docs/decisions.md rule 12 reads it: `{}` when empty; refused with
+ * `invalid` (400, or 404 on PUT) when it cannot be read faithfully; 413 over 1 MB, unread.
  */
 export async function readBody(ctx: Koa.Context, invalid: number): Promise<unknown> {
   // Closing after a 413, or after a body abandoned half-read (bad gzip), keeps the unread rest

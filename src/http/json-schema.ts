@@ -1,5 +1,5 @@
 import type * as yup from 'yup';
-import { describe } from '../bikes/bike';
+import { describe } from '../bikes/yup';
 
 export type JsonSchema = { [keyword: string]: unknown };
 

@@ -3,7 +3,9 @@ import type { AddressInfo, Socket } from 'node:net';
 
 /**
  * The node:http server under the Koa app: its limits against slow and oversized clients, and a
- * graceful close. Kept apart from the app so tests and the process entry share one definition.
+ * graceful close. Hand-written because no library drains alike: http-terminator keeps accepting
+ * during the grace and holds a streamed response for all of it, stoppable sends no
+ * `Connection: close`, http-graceful-shutdown destroys sockets (a 413 then lost to a reset).
  */
 
 export const LIMITS = {
@@ -33,20 +35,15 @@ export interface Listener {
 
 type Handler = (req: http.IncomingMessage, res: http.ServerResponse) => void;
 
-/**
- * How long a closing connection keeps reading (and dropping) what its client still sends: until
- * the client has been quiet for LINGER_QUIET_MS, and never longer than LINGER_MS.
- */
+/** A closing connection drops what its client still sends until it is quiet, for LINGER_MS at most. */
 const LINGER_MS = 2_000;
 const LINGER_QUIET_MS = 500;
 const lingering = new WeakSet<Socket>();
 
 /**
- * Closes a connection so that its client can read the last response: our FIN goes out after
- * the response, and whatever the client still sends (the rest of a refused body) is read and
- * dropped until it closes too or goes quiet. Closing at once with unread bytes makes the kernel
- * answer with a reset, which can discard the response from the client's buffers before the
- * client has read it: the client then sees a dropped connection instead of a 413 or a 431.
+ * Closes a connection so that its client can read the last response: closing at once with unread
+ * bytes (the rest of a refused body) makes the kernel send a reset, which can discard the 413 or
+ * 431 from the client's buffers before it is read.
  */
 function lingeringClose(socket: Socket): void {
   if (lingering.has(socket) || socket.destroyed) return;
@@ -67,18 +64,16 @@ function lingeringClose(socket: Socket): void {
   socket.resume();
 }
 
-/** Node's answers to requests its parser refuses, sent the same way, but closed lingeringly. */
-function clientErrorStatus(code: string | undefined): number {
-  if (code === 'HPE_HEADER_OVERFLOW') return 431;
-  if (code === 'HPE_CHUNK_EXTENSIONS_OVERFLOW') return 413;
-  if (code === 'ERR_HTTP_REQUEST_TIMEOUT') return 408;
-  return 400;
-}
+/** Node's answers to requests its parser refuses (otherwise 400), sent the same way, but closed lingeringly. */
+const CLIENT_ERROR_STATUS: Record<string, number> = {
+  HPE_HEADER_OVERFLOW: 431,
+  HPE_CHUNK_EXTENSIONS_OVERFLOW: 413,
+  ERR_HTTP_REQUEST_TIMEOUT: 408,
+};
 
 /**
- * A request whose Transfer-Encoding does not end in chunked has no knowable length: RFC 9112
- * (6.3) has the server answer 400 and close. Node's parser instead reads its body to the end
- * of the connection, swallowing the client's next requests.
+ * A Transfer-Encoding that does not end in chunked leaves the length unknowable: 400 and close
+ * (RFC 9112, 6.3), where node would read to the end of the connection, next requests included.
  */
 function refuseUnframed(req: http.IncomingMessage, res: http.ServerResponse): boolean {
   const transferEncoding = req.headers['transfer-encoding'];
@@ -94,7 +89,7 @@ function onClientError(err: NodeJS.ErrnoException, socket: Socket): void {
     socket.destroy();
     return;
   }
-  const status = clientErrorStatus(err.code);
+  const status = CLIENT_ERROR_STATUS[err.code ?? ''] ?? 400;
   socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
   // A response the app has not started yet must not write after this: end it here as node does.
   if (inFlight) socket.destroy();

@@ -1,7 +1,9 @@
 import fs from 'node:fs';
+import { STATUS_CODES } from 'node:http';
 import path from 'node:path';
 import type * as yup from 'yup';
-import { type Bike, type BikeFields, bike, bikeFields, deriveHandle, patch, replacement } from '../bikes/bike';
+import { bike, bikeFields, patch, replacement } from '../bikes/bike';
+import { exampleOf } from '../bikes/yup';
 import { BIKE_POLICIES } from './bikes-router';
 import { type JsonSchema, toJsonSchema } from './json-schema';
 import type { Policy } from './route';
@@ -18,22 +20,10 @@ const STRINGS_NOTE =
   'Strings may not contain U+0000 or a lone UTF-16 surrogate; numbers are any finite JSON number. ' +
   'Types are strict: "5" is not a number and "true" is not a boolean. Unknown fields are ignored.';
 
-// Examples. test/ops/openapi.test.ts sends each request example to the server.
-const EXAMPLE_ID = '3f1c2a9e-8d4b-4c6f-9a1e-2b7d5e8f0c41';
-const EXAMPLE_FIELDS: BikeFields = {
-  title: 'Hybrid Bicycle Sentra',
-  productType: 'Hybrid',
-  createdAt: '2024-03-01T10:00:00Z',
-  description: 'A comfortable hybrid for the city, with hydraulic disc brakes',
-  vendor: 'Sentra Cycles',
-  availableForSale: true,
-  totalInventory: 12,
-  priceRange: {
-    minPrice: { amount: 499.99, currencyCode: 'USD' },
-    maxPrice: { amount: 649.5, currencyCode: 'USD' },
-  },
-};
-const EXAMPLE_BIKE: Bike = { id: EXAMPLE_ID, handle: deriveHandle(EXAMPLE_FIELDS.title), ...EXAMPLE_FIELDS };
+// Examples, from those the bike's fields carry. test/ops/openapi.test.ts sends each request example to the server.
+const EXAMPLE_FIELDS = exampleOf(bikeFields);
+const EXAMPLE_BIKE = exampleOf(bike);
+const EXAMPLE_ID = EXAMPLE_BIKE.id;
 const EXAMPLE_PATCH = { totalInventory: 7, availableForSale: false };
 // An illustration only: a token of this shape, signed with no real secret.
 const EXAMPLE_TOKEN =
@@ -48,24 +38,18 @@ const json = (schema: JsonSchema, example?: unknown): Record<string, unknown> =>
 });
 const REQUEST_ID_HEADER = { 'X-Request-Id': ref('headers', 'RequestId') };
 
-/** The error responses: a status and its reason phrase as plain text, never JSON. */
+/** The error responses, each a status and its reason phrase as plain text, never JSON; what each means. */
 const ERRORS = {
-  400: ['BadRequest', 'Bad Request', 'The request failed validation.'],
-  401: [
-    'Unauthorized',
-    'Unauthorized',
-    'No bearer token: the Authorization header is missing or has no second element.',
-  ],
-  403: [
-    'Forbidden',
-    'Forbidden',
-    'The token failed verification (tampered, another secret, expired, not HS256, or living over 1800 s).',
-  ],
-  404: ['NotFound', 'Not Found', 'No such bike (a path id that is not a UUID names no bike).'],
-  413: ['PayloadTooLarge', 'Payload Too Large', 'The body is larger than 1 MB; nothing is stored.'],
-  503: ['ServiceUnavailable', 'Service Unavailable', 'The database is not answering; retry (see Retry-After).'],
+  400: 'The request failed validation.',
+  401: 'No bearer token: the Authorization header is missing or has no second element.',
+  403: 'The token failed verification (tampered, another secret, expired, not HS256, or living over 1800 s).',
+  404: 'No such bike (a path id that is not a UUID names no bike).',
+  413: 'The body is larger than 1 MB; nothing is stored.',
+  503: 'The database is not answering; retry (see Retry-After).',
 } as const;
 type ErrorStatus = keyof typeof ERRORS;
+/** The component of an error response: its reason phrase without spaces (NotFound). */
+const errorName = (status: number) => (STATUS_CODES[status] as string).replaceAll(' ', '');
 
 /** Any request can get it: node's HTTP parser answers it before any route, with no body. */
 const HEADERS_TOO_LARGE = {
@@ -88,7 +72,7 @@ function errorResponses(
   if (database) statuses.add(503);
   const responses: Record<string, unknown> = {};
   for (const status of [...statuses].sort()) {
-    const name = ERRORS[status][0];
+    const name = errorName(status);
     responses[status] = meanings[status]
       ? { ...ref('responses', name), description: meanings[status] }
       : ref('responses', name);
@@ -101,8 +85,8 @@ const BIKES = { type: 'array', items: BIKE };
 const ID_PARAMETER = ref('parameters', 'BikeId');
 
 interface Operation {
-  method: 'get' | 'post' | 'put' | 'patch' | 'delete';
-  path: string;
+  /** Method and path: 'get /bikes/all'. */
+  route: string;
   summary: string;
   description?: string;
   policy: Policy;
@@ -138,23 +122,20 @@ function buildDocument() {
 
   const operations: Record<string, Operation> = {
     listBikes: {
-      method: 'get',
-      path: '/bikes/all',
+      route: 'get /bikes/all',
       summary: 'List every bike',
       description: 'Every bike, oldest first (creation order). No pagination: the array is streamed.',
       policy: BIKE_POLICIES.listBikes,
       ok: ['Every bike', BIKES, [EXAMPLE_BIKE]],
     },
     getBike: {
-      method: 'get',
-      path: '/bikes/{id}',
+      route: 'get /bikes/{id}',
       summary: 'Get a bike by id',
       policy: BIKE_POLICIES.getBike,
       ok: ['The bike', BIKE, EXAMPLE_BIKE],
     },
     replaceBike: {
-      method: 'put',
-      path: '/bikes/{id}',
+      route: 'put /bikes/{id}',
       summary: 'Replace a bike',
       description:
         'Stores the body under the path id (a body id is not used as the key; the handle is stored as given). ' +
@@ -171,8 +152,7 @@ function buildDocument() {
       errors: { meanings: { 404: 'Not a UUID, malformed JSON, or a body that fails validation.' } },
     },
     updateBike: {
-      method: 'patch',
-      path: '/bikes/{id}',
+      route: 'patch /bikes/{id}',
       summary: 'Update some fields of a bike',
       description:
         'Writes only the fields in the body; each must be valid as on create (a priceRange must be complete). ' +
@@ -184,15 +164,13 @@ function buildDocument() {
       errors: { meanings: { 400: 'A field has the wrong type, or the JSON is malformed. Nothing changes.' } },
     },
     deleteBike: {
-      method: 'delete',
-      path: '/bikes/{id}',
+      route: 'delete /bikes/{id}',
       summary: 'Delete a bike',
       policy: BIKE_POLICIES.deleteBike,
       ok: ['The id of the deleted bike', ref('schemas', 'DeletedBike'), { id: EXAMPLE_ID }],
     },
     getBikeByHandle: {
-      method: 'get',
-      path: '/bikes/by-handle/{handle}',
+      route: 'get /bikes/by-handle/{handle}',
       summary: 'Get the first bike with a handle',
       description: 'Handles are not unique: the bike created first wins.',
       policy: BIKE_POLICIES.getBikeByHandle,
@@ -210,8 +188,7 @@ function buildDocument() {
       errors: { also: [404] },
     },
     searchBikesByTitle: {
-      method: 'get',
-      path: '/bikes/search/by-title',
+      route: 'get /bikes/search/by-title',
       summary: 'Search bikes by title',
       description: 'Case-sensitive substring match on the title, oldest first. `%`, `_` and `\\` match themselves.',
       policy: BIKE_POLICIES.searchBikesByTitle,
@@ -232,8 +209,7 @@ function buildDocument() {
       },
     },
     createBike: {
-      method: 'post',
-      path: '/bikes/',
+      route: 'post /bikes/',
       summary: 'Create a bike',
       description:
         'The server makes the id (UUID v4) and the handle (from the title); a body id or handle is ignored. ' +
@@ -244,8 +220,7 @@ function buildDocument() {
       errors: { meanings: { 400: 'No body, malformed JSON, or a body that fails validation.' } },
     },
     issueToken: {
-      method: 'post',
-      path: '/api/user',
+      route: 'post /api/user',
       summary: 'Get a bearer token',
       description:
         'No authentication. The token is an HS256 JWT carrying `username`, `iat` and `exp`, valid for 1800 seconds.',
@@ -267,10 +242,11 @@ function buildDocument() {
 
   const paths: Record<string, Record<string, unknown>> = {};
   for (const [operationId, op] of Object.entries(operations)) {
-    const id = op.path.includes('{id}');
-    paths[op.path] ??= {};
-    paths[op.path][op.method] = {
-      tags: [op.path === '/api/user' ? 'tokens' : 'bikes'],
+    const [method, urlPath] = op.route.split(' ');
+    const id = urlPath.includes('{id}');
+    paths[urlPath] ??= {};
+    paths[urlPath][method] = {
+      tags: [urlPath === '/api/user' ? 'tokens' : 'bikes'],
       operationId,
       security: op.policy.token ? [{ bearerAuth: [] }] : [],
       summary: op.summary,
@@ -329,8 +305,8 @@ function buildDocument() {
         },
       },
       responses: Object.fromEntries(
-        Object.entries(ERRORS).map(([status, [name, phrase, description]]) => [
-          name,
+        Object.entries(ERRORS).map(([status, description]) => [
+          errorName(Number(status)),
           {
             description,
             headers: {
@@ -339,7 +315,7 @@ function buildDocument() {
                 'Retry-After': { description: 'Seconds to wait', schema: { type: 'integer' } },
               }),
             },
-            content: { 'text/plain': { schema: { type: 'string' }, example: phrase } },
+            content: { 'text/plain': { schema: { type: 'string' }, example: STATUS_CODES[Number(status)] } },
           },
         ]),
       ),

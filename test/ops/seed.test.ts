@@ -1,7 +1,8 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { Client } from 'pg';
-import { type Bike, bikeFields, deriveHandle, validate } from '../../src/bikes/bike';
+import { type Bike, bikeFields, deriveHandle } from '../../src/bikes/bike';
+import { validate } from '../../src/bikes/yup';
 import { startEmbeddedPostgres } from '../../src/db/embedded-postgres';
 import { createTestDatabase } from '../support/databases';
 import { startTestService } from '../support/service';
