@@ -2,6 +2,7 @@ import Koa from 'koa';
 import type { Tokens } from './auth/tokens';
 import type { BikeRepository } from './bikes/repository';
 import { bikesRouter } from './http/bikes-router';
+import { compression } from './http/compression';
 import { cors } from './http/cors';
 import { docsRouter } from './http/docs-router';
 import { errorHandler, HttpError } from './http/errors';
@@ -37,6 +38,7 @@ export function createApp({ bikes, tokens, logger, readiness, corsOrigin }: AppD
   // Outside the error middleware, so error responses carry the CORS headers too.
   const corsMiddleware = cors(corsOrigin);
   if (corsMiddleware) app.use(corsMiddleware);
+  app.use(compression());
   app.use(errorHandler(logger));
   app.use(async (ctx, next) => {
     // A path that is not valid percent-encoding (/bikes/by-handle/%ZZ) names nothing.

@@ -232,12 +232,12 @@ describe('streamed arrays over a catalog larger than one batch', () => {
      * that is handed on to the next lock before it is released, until the response status is
      * out and another batch waits: that query is ended from outside.
      */
-    async function failAfterTheStatus(path: string): Promise<Response> {
+    async function failAfterTheStatus(path: string, encoding: string): Promise<Response> {
       let lock = await TableLock.open(svc.databaseUrl);
       const locks = [lock];
       try {
         await lock.take();
-        const response = fetch(`${svc.baseUrl}${path}`);
+        const response = fetch(`${svc.baseUrl}${path}`, { headers: { 'accept-encoding': encoding } });
         let statusSent = false;
         void response.then(
           () => (statusSent = true),
@@ -269,10 +269,15 @@ describe('streamed arrays over a catalog larger than one batch', () => {
       }
     }
 
-    it.each(['/bikes/all', '/bikes/search/by-title?query=Road'])(
-      'between two batches of %s, after the status, the response breaks off so that reading the body fails',
-      async (path) => {
-        const res = await failAfterTheStatus(path);
+    it.each([
+      ['/bikes/all', 'identity'],
+      ['/bikes/all', 'gzip'],
+      ['/bikes/search/by-title?query=Road', 'identity'],
+      ['/bikes/search/by-title?query=Road', 'br'],
+    ])(
+      'between two batches of %s (%s), after the status, the response breaks off so that reading the body fails',
+      async (path, encoding) => {
+        const res = await failAfterTheStatus(path, encoding);
         expect(res.status).toBe(200);
         await expect(res.text()).rejects.toThrow();
 

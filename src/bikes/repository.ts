@@ -53,6 +53,8 @@ export const statements = {
     ...Object.values(VALUES),
   ),
   delete: prepare(kysely.deleteFrom('bikes').where('id', '=', ID), ID),
+  /** Bumped by every committed write to bikes (a trigger): what the list ETags are made of. */
+  catalogVersion: prepare(kysely.selectFrom('catalog_version').select('version')),
 };
 
 /** `%`, `_` and `\` in a search term match themselves (backslash is LIKE's escape character). */
@@ -79,6 +81,12 @@ export function createBikeRepository(pool: Pool) {
       (await one(statements.create, allColumns(id, handle, fields))) as Bike,
 
     findById: (id: string) => one(statements.byId, [id]),
+
+    /** The catalog's version: it changes with every committed write, wherever it comes from. */
+    async catalogVersion(): Promise<string> {
+      const [row] = await run(statements.catalogVersion, []);
+      return String(row.version);
+    },
 
     async findFirstByHandle(handle: string): Promise<Bike | null> {
       // No stored string holds U+0000 (PostgreSQL text cannot), and as a parameter it is an error.

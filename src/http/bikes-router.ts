@@ -6,6 +6,8 @@ import type { Tokens } from '../auth/tokens';
 import { type Bike, bikeFields, deriveHandle, patch, replacement } from '../bikes/bike';
 import { validate } from '../bikes/yup';
 import type { BikeRepository } from '../bikes/repository';
+import { bikeJson, bikesJson } from './bike-json';
+import { bodyTag, listTag, notModified } from './conditional';
 import { HttpError } from './errors';
 import { type Policy, routes } from './route';
 
@@ -20,17 +22,32 @@ async function sendBikeArray(ctx: Koa.Context, batches: AsyncGenerator<Bike[]>):
   const second = first.done ? first : await batches.next();
   ctx.type = 'application/json';
   if (first.done || second.done) {
-    ctx.body = first.done ? '[]' : JSON.stringify(first.value);
+    ctx.body = first.done ? '[]' : bikesJson(first.value);
     return;
   }
-  let head: string | undefined = '[' + JSON.stringify(first.value.concat(second.value)).slice(1, -1);
+  let head: string | undefined = '[' + bikesJson(first.value.concat(second.value)).slice(1, -1);
   async function* chunks() {
     yield head as string;
     head = undefined;
-    for await (const batch of batches) yield ',' + JSON.stringify(batch).slice(1, -1);
+    try {
+      for await (const batch of batches) yield ',' + bikesJson(batch).slice(1, -1);
+    } catch (err) {
+      // Cut the connection, so the client sees a broken response (a compressing stream in
+      // between would otherwise wait for the rest forever).
+      ctx.res.destroy();
+      throw err;
+    }
     yield ']';
   }
   ctx.body = Readable.from(chunks(), { objectMode: false });
+}
+
+/** One bike, or 304 when the client's copy is current. */
+function sendBike(ctx: Koa.Context, bike: Bike): void {
+  const body = bikeJson(bike);
+  if (notModified(ctx, bodyTag(body))) return;
+  ctx.type = 'application/json';
+  ctx.body = body;
 }
 
 /** The search term: one `query` parameter, or none (every bike). Anything else is a failed search: 400. */
@@ -65,29 +82,36 @@ export function bikesRouter(bikes: BikeRepository, tokens: Tokens): Router {
   // any method but GET and HEAD there is a 405 (see methodNotAllowed), not a 401 or a 404.
   router.param('id', (id, _ctx, next) => (id.toLowerCase() === 'all' ? undefined : next()));
 
+  // Reads answer 304 to a client whose copy is current (see conditional.ts). A list's ETag is
+  // the catalog version, read before the rows, so a write it misses makes a later version.
   router.get(
     '/all',
-    route(BIKE_POLICIES.listBikes, (ctx) => sendBikeArray(ctx, bikes.listInBatches())),
+    route(BIKE_POLICIES.listBikes, async (ctx) => {
+      if (notModified(ctx, listTag(await bikes.catalogVersion()))) return;
+      await sendBikeArray(ctx, bikes.listInBatches());
+    }),
   );
 
   router.get(
     '/search/by-title',
-    route(BIKE_POLICIES.searchBikesByTitle, (ctx) =>
-      sendBikeArray(ctx, bikes.listInBatches({ titleContains: searchTerm(ctx) })),
-    ),
+    route(BIKE_POLICIES.searchBikesByTitle, async (ctx) => {
+      const term = searchTerm(ctx);
+      if (notModified(ctx, listTag(await bikes.catalogVersion(), term))) return;
+      await sendBikeArray(ctx, bikes.listInBatches({ titleContains: term }));
+    }),
   );
 
   router.get(
     '/by-handle/:handle',
     route(BIKE_POLICIES.getBikeByHandle, async (ctx) => {
-      ctx.body = (await bikes.findFirstByHandle(ctx.params.handle)) ?? fail(404);
+      sendBike(ctx, (await bikes.findFirstByHandle(ctx.params.handle)) ?? fail(404));
     }),
   );
 
   router.get(
     '/:id',
     route(BIKE_POLICIES.getBike, async (ctx) => {
-      ctx.body = (await bikes.findById(ctx.params.id.toLowerCase())) ?? fail(404);
+      sendBike(ctx, (await bikes.findById(ctx.params.id.toLowerCase())) ?? fail(404));
     }),
   );
 

@@ -23,16 +23,16 @@ const TESTS: Record<string, Record<string, (params: Params) => JsonSchema>> = {
 };
 
 /**
- * The JSON Schema (2020-12, as OpenAPI 3.1 uses) of a yup schema. A nested object named with
- * `.meta({ name })` becomes a $ref to a schema of `components`, which this adds.
+ * The JSON Schema (2020-12, as OpenAPI 3.1 uses) of a yup schema. With `components`, a nested
+ * object named with `.meta({ name })` becomes a $ref to a schema of `components`, which this adds.
  */
-export function toJsonSchema(schema: yup.Schema, components: Record<string, JsonSchema>): JsonSchema {
+export function toJsonSchema(schema: yup.Schema, components?: Record<string, JsonSchema>): JsonSchema {
   return convert(describe(schema), components, true);
 }
 
-function convert(description: Description, components: Record<string, JsonSchema>, top = false): JsonSchema {
+function convert(description: Description, components?: Record<string, JsonSchema>, top = false): JsonSchema {
   const name = (description.meta as { name?: string } | undefined)?.name;
-  if (name && !top) {
+  if (name && !top && components) {
     components[name] ??= convert(description, components, true);
     return { $ref: `#/components/schemas/${name}` };
   }

@@ -18,9 +18,11 @@ export interface TestService {
  * The real service, listening on a free port, over its own fresh database. It runs in the
  * test process, so it is the same code `npm start` runs, minus the process wrapper.
  */
-export async function startTestService(options: { databaseUrl?: string } = {}): Promise<TestService> {
+export async function startTestService(
+  options: { databaseUrl?: string; jwtSecret?: string } = {},
+): Promise<TestService> {
   const databaseUrl = options.databaseUrl ?? (await createTestDatabase());
-  const jwtSecret = randomBytes(32).toString('base64url');
+  const jwtSecret = options.jwtSecret ?? randomBytes(32).toString('base64url');
   const config = readConfig({ PORT: '0', DATABASE_URL: databaseUrl, JWT_SECRET: jwtSecret });
   const service = await startService(config, pino({ level: 'silent' }));
   const baseUrl = `http://127.0.0.1:${service.port}`;

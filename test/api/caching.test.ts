@@ -1,0 +1,264 @@
+import http from 'node:http';
+import zlib from 'node:zlib';
+import { Client } from 'pg';
+import type { Bike } from '../../src/bikes/bike';
+import { newBike } from '../support/bikes';
+import { startTestService, type TestService } from '../support/service';
+
+/**
+ * Conditional GET and compression on the read routes: an ETag on every 200, 304 only while the
+ * representation is unchanged (whoever changed it: this instance, another one, plain SQL), and
+ * gzip or br that decompress to exactly the plain bytes.
+ */
+
+interface Reply {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  body: Buffer;
+}
+
+function send(baseUrl: string, method: string, path: string, headers: Record<string, string> = {}, body?: string) {
+  return new Promise<Reply>((resolve, reject) => {
+    const url = new URL(path, baseUrl);
+    const req = http.request(url, { method, headers, agent: false }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+const get = (svc: TestService, path: string, headers: Record<string, string> = {}) =>
+  send(svc.baseUrl, 'GET', path, headers);
+
+function decode(reply: Reply): string {
+  const encoding = reply.headers['content-encoding'];
+  if (encoding === 'gzip') return zlib.gunzipSync(reply.body).toString('utf8');
+  if (encoding === 'br') return zlib.brotliDecompressSync(reply.body).toString('utf8');
+  expect(encoding).toBeUndefined();
+  return reply.body.toString('utf8');
+}
+
+describe('the read routes, for clients that poll', () => {
+  let first: TestService;
+  let second: TestService;
+  let token: string;
+  let bikes: Bike[];
+
+  async function write(svc: TestService, method: string, path: string, body?: unknown): Promise<Bike> {
+    const headers: Record<string, string> = { authorization: `Bearer ${token}` };
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    const res = await send(svc.baseUrl, method, path, headers, body === undefined ? undefined : JSON.stringify(body));
+    expect(res.status).toBe(200);
+    return JSON.parse(res.body.toString('utf8')) as Bike;
+  }
+
+  beforeAll(async () => {
+    first = await startTestService();
+    // A second instance on the same database, signing with the same secret.
+    second = await startTestService({ databaseUrl: first.databaseUrl, jwtSecret: first.jwtSecret });
+    token = await first.token();
+    bikes = [];
+    for (let i = 0; i < 3; i++) bikes.push(await write(first, 'POST', '/bikes/', newBike()));
+  });
+  afterAll(async () => {
+    await second.stop();
+    await first.stop();
+  });
+
+  describe('conditional GET', () => {
+    const routes = (bike: Bike) => [
+      '/bikes/all',
+      `/bikes/search/by-title?query=${encodeURIComponent(bike.title.slice(0, 14))}`,
+      `/bikes/${bike.id}`,
+      `/bikes/by-handle/${encodeURIComponent(bike.handle)}`,
+    ];
+
+    it.each(['the list', 'a search', 'a bike by id', 'a bike by handle'])(
+      '%s: 200 with a weak ETag and Cache-Control: no-cache, then 304 with no body while nothing changed (GET and HEAD)',
+      async (route) => {
+        const path = routes(bikes[0])[['the list', 'a search', 'a bike by id', 'a bike by handle'].indexOf(route)];
+        const plain = await get(first, path);
+        expect(plain.status).toBe(200);
+        expect(plain.headers.etag).toMatch(/^W\/"[^"]+"$/);
+        expect(plain.headers['cache-control']).toBe('no-cache');
+
+        for (const method of ['GET', 'HEAD']) {
+          const again = await send(first.baseUrl, method, path, { 'if-none-match': plain.headers.etag as string });
+          expect({ method, status: again.status }).toEqual({ method, status: 304 });
+          expect(again.body.length).toBe(0);
+          expect(again.headers.etag).toBe(plain.headers.etag);
+        }
+        // Another instance answers the same: the list's version lives in the database.
+        expect((await get(second, path, { 'if-none-match': plain.headers.etag as string })).status).toBe(304);
+        // An ETag among others, or the strong form of it, matches too; another does not.
+        const listed = await get(first, path, { 'if-none-match': `W/"other", ${plain.headers.etag}` });
+        expect(listed.status).toBe(304);
+        expect((await get(first, path, { 'if-none-match': 'W/"other"' })).status).toBe(200);
+      },
+    );
+
+    it('HEAD and GET agree: status and every header but the length', async () => {
+      for (const path of routes(bikes[1])) {
+        const viaGet = await get(first, path, { 'accept-encoding': 'gzip' });
+        const viaHead = await send(first.baseUrl, 'HEAD', path, { 'accept-encoding': 'gzip' });
+        expect({ path, status: viaHead.status }).toEqual({ path, status: viaGet.status });
+        for (const header of ['etag', 'cache-control', 'content-type', 'vary']) {
+          expect({ path, header, value: viaHead.headers[header] }).toEqual({
+            path,
+            header,
+            value: viaGet.headers[header],
+          });
+        }
+      }
+    });
+
+    /** The read routes that show `bike`: the list, a search that finds it, by id and by handle. */
+    const showing = (bike: Bike) => ({
+      list: '/bikes/all',
+      search: `/bikes/search/by-title?query=${encodeURIComponent(bike.title)}`,
+      byId: `/bikes/${bike.id}`,
+      byHandle: `/bikes/by-handle/${encodeURIComponent(bike.handle)}`,
+    });
+
+    const sql = async (text: string, values: unknown[]) => {
+      const db = new Client({ connectionString: first.databaseUrl });
+      await db.connect();
+      await db.query(text, values).finally(() => db.end());
+    };
+    const changes: Array<[string, (bike: Bike) => Promise<unknown>]> = [
+      ['a patch', (bike) => write(first, 'PATCH', `/bikes/${bike.id}`, { vendor: 'Patched' })],
+      ['a replace', (bike) => write(first, 'PUT', `/bikes/${bike.id}`, { ...bike, totalInventory: 99 })],
+      ['a write through another instance', (bike) => write(second, 'PATCH', `/bikes/${bike.id}`, { vendor: 'Second' })],
+      ['a write through plain SQL', (bike) => sql('UPDATE bikes SET vendor = $1 WHERE id = $2', ['Desk', bike.id])],
+    ];
+
+    it.each(changes)(
+      '%s changes the ETags of the list, of a search that finds the bike, and of the bike',
+      async (_label, change) => {
+        const bike = await write(first, 'POST', '/bikes/', newBike());
+        const before: Record<string, string> = {};
+        for (const [name, path] of Object.entries(showing(bike)))
+          before[name] = (await get(first, path)).headers.etag as string;
+        await change(bike);
+        for (const [name, path] of Object.entries(showing(bike))) {
+          const res = await get(second, path, { 'if-none-match': before[name] });
+          expect({ name, status: res.status }).toEqual({ name, status: 200 });
+          expect(res.headers.etag).not.toBe(before[name]);
+        }
+      },
+    );
+
+    it("a create changes the list and the searches that find the new bike, and no other bike's ETag", async () => {
+      const bike = await write(first, 'POST', '/bikes/', newBike());
+      const { list, search, byId } = showing(bike);
+      const before = { list: await get(first, list), search: await get(first, search), byId: await get(first, byId) };
+      await write(first, 'POST', '/bikes/', { ...newBike(), title: bike.title });
+      const tag = (reply: Reply) => ({ 'if-none-match': reply.headers.etag as string });
+      expect((await get(first, list, tag(before.list))).status).toBe(200);
+      expect((await get(first, search, tag(before.search))).status).toBe(200);
+      expect((await get(first, byId, tag(before.byId))).status).toBe(304);
+    });
+
+    it('a delete changes the list ETag, and the bike then answers 404 whatever If-None-Match says', async () => {
+      const bike = await write(first, 'POST', '/bikes/', newBike());
+      const list = (await get(first, '/bikes/all')).headers.etag as string;
+      const one = (await get(first, `/bikes/${bike.id}`)).headers.etag as string;
+      await write(first, 'DELETE', `/bikes/${bike.id}`);
+      expect((await get(first, '/bikes/all', { 'if-none-match': list })).status).toBe(200);
+      expect((await get(first, `/bikes/${bike.id}`, { 'if-none-match': one })).status).toBe(404);
+    });
+
+    it('under concurrent writes on two instances, no client is ever answered 304 for a representation that changed', async () => {
+      const seen: { path: string; tag: string; body: string }[] = [];
+      const paths = ['/bikes/all', `/bikes/search/by-title?query=Hybrid`];
+      await Promise.all(
+        Array.from({ length: 24 }, async (_, i) => {
+          const svc = i % 2 ? first : second;
+          const path = paths[i % paths.length];
+          const [read] = await Promise.all([
+            get(svc, path),
+            i % 3 === 0
+              ? write(svc, 'POST', '/bikes/', newBike())
+              : write(svc, 'PATCH', `/bikes/${bikes[i % bikes.length].id}`, { totalInventory: i }),
+          ]);
+          seen.push({ path, tag: read.headers.etag as string, body: read.body.toString('utf8') });
+        }),
+      );
+      // Now that every write has committed: a tag still answered 304 must stand for the current bytes.
+      for (const { path, tag, body } of seen) {
+        const conditional = await get(first, path, { 'if-none-match': tag });
+        if (conditional.status === 304) {
+          expect({ path, body: (await get(first, path)).body.toString('utf8') }).toEqual({ path, body });
+        } else {
+          expect(conditional.status).toBe(200);
+        }
+      }
+    });
+  });
+
+  describe('compression', () => {
+    beforeAll(async () => {
+      // More bikes than a batch (250), so /bikes/all is written as a stream.
+      const db = new Client({ connectionString: first.databaseUrl });
+      await db.connect();
+      await db.query(
+        `INSERT INTO bikes (id, handle, title, product_type, created_at, description, vendor, available_for_sale,
+           total_inventory, min_price_amount, min_price_currency_code, max_price_amount, max_price_currency_code)
+         SELECT gen_random_uuid(), 'streamed-' || n, 'Streamed ' || n, 'Road', 'now', 'Described ' || n, 'Vendor',
+           n % 2 = 0, n, n + 0.5, 'USD', n + 1.25, 'EUR'
+         FROM generate_series(1, 600) AS n`,
+      );
+      await db.end();
+    });
+
+    it.each([
+      ['/bikes/all', 'a streamed list'],
+      ['/bikes/search/by-title?query=Streamed%2010', 'a search in one batch'],
+    ])('%s (%s): gzip and br decompress to exactly the plain bytes, with Vary: Accept-Encoding', async (path) => {
+      const plain = await get(first, path);
+      expect(plain.headers['content-encoding']).toBeUndefined();
+      expect(plain.headers.vary).toMatch(/Accept-Encoding/i);
+      const list = JSON.parse(plain.body.toString('utf8')) as Bike[];
+      expect(list.length).toBeGreaterThan(1);
+      for (const encoding of ['gzip', 'br']) {
+        const compressed = await get(first, path, { 'accept-encoding': encoding });
+        expect(compressed.headers['content-encoding']).toBe(encoding);
+        expect(compressed.headers.vary).toMatch(/Accept-Encoding/i);
+        expect(compressed.headers.etag).toBe(plain.headers.etag);
+        expect(compressed.body.length).toBeLessThan(plain.body.length);
+        expect(decode(compressed)).toBe(plain.body.toString('utf8'));
+        // The ETag of a compressed answer revalidates like the plain one.
+        const revalidated = await get(first, path, {
+          'accept-encoding': encoding,
+          'if-none-match': compressed.headers.etag as string,
+        });
+        expect(revalidated.status).toBe(304);
+      }
+      expect((await get(first, path, { 'accept-encoding': 'br;q=0.5, gzip' })).headers['content-encoding']).toBe(
+        'gzip',
+      );
+      expect((await get(first, path, { 'accept-encoding': 'identity' })).headers['content-encoding']).toBeUndefined();
+    });
+
+    it('a response under 1 KB is sent as it is', async () => {
+      const res = await get(first, `/bikes/${bikes[2].id}`, { 'accept-encoding': 'gzip, br' });
+      expect(res.body.length).toBeLessThan(1024);
+      expect(res.headers['content-encoding']).toBeUndefined();
+      expect(res.headers.vary).toMatch(/Accept-Encoding/i);
+    });
+
+    it('a client that sends neither If-None-Match nor Accept-Encoding gets exactly JSON.stringify of the bikes', async () => {
+      const list = await get(first, '/bikes/all');
+      const bikesNow = JSON.parse(list.body.toString('utf8')) as Bike[];
+      expect(list.body.toString('utf8')).toBe(JSON.stringify(bikesNow));
+      expect(list.headers['content-type']).toBe('application/json; charset=utf-8');
+      const one = await get(first, `/bikes/${bikes[2].id}`);
+      expect(one.body.toString('utf8')).toBe(JSON.stringify(JSON.parse(one.body.toString('utf8'))));
+      expect(one.headers['content-type']).toBe('application/json; charset=utf-8');
+    });
+  });
+});
