@@ -1,19 +1,21 @@
 'use strict';
 
 /**
- * The benchmark's reference: the four read routes the benchmark drives, on plain node:http and
- * pg, running the same SQL the service sends and writing the same JSON. No framework, no
- * logging: what the service is measured against.
+ * The benchmark's reference: the routes the benchmark drives (the reads, and the create, replace
+ * and patch), on plain node:http and pg, running the same SQL the service sends and writing the
+ * same JSON. No framework, no logging, no token or body checks: what the service is measured
+ * against.
  *
  *   DATABASE_URL=postgresql://... PORT=3001 node bench/baseline.js
  */
+const { randomUUID } = require('node:crypto');
 const http = require('node:http');
 const { Pool } = require('pg');
 
 // The service's own statements and row mapping (from dist/, which npm run bench builds): the
 // same SQL and the same JSON, so what differs is everything else.
 const { statements, LIST_BATCH_SIZE: BATCH } = require('../dist/bikes/repository.js');
-const { toBike } = require('../dist/bikes/columns.js');
+const { BIKE_COLUMNS, toBike, toColumns } = require('../dist/bikes/columns.js');
 
 const SQL = Object.fromEntries(Object.entries(statements).map(([name, statement]) => [name, statement.text]));
 const BEFORE_FIRST_SEQ = '-9223372036854775808';
@@ -71,9 +73,42 @@ async function sendArray(pool, res, term) {
   }
 }
 
+async function readJson(req) {
+  const chunks = [];
+  for await (const chunk of req) chunks.push(chunk);
+  return JSON.parse(Buffer.concat(chunks).toString('utf8'));
+}
+
+/** The row values of a whole bike, in the order of the create and replace statements' parameters. */
+const values = (id, handle, fields) => {
+  const row = toColumns({ id, handle, ...fields });
+  return BIKE_COLUMNS.map((column) => row[column]);
+};
+
+async function writeBike(pool, req, res, id) {
+  const body = await readJson(req);
+  if (req.method === 'POST') {
+    return sendOne(pool, res, SQL.create, values(randomUUID(), body.title.replaceAll(' ', '-').toLowerCase(), body));
+  }
+  if (req.method === 'PUT') {
+    const { id: _id, handle, ...fields } = body;
+    return sendOne(pool, res, SQL.replace, values(id, handle, fields));
+  }
+  // PATCH: the UPDATE the service sends, of the columns the body carries.
+  const columns = Object.entries(toColumns(body));
+  const text =
+    `update "bikes" set ${columns.map(([column], i) => `"${column}" = $${i + 1}`).join(', ')}, "updated_at" = now() ` +
+    `where "id" = $${columns.length + 1} returning ${BIKE_COLUMNS.map((column) => `"${column}"`).join(', ')}`;
+  return sendOne(pool, res, text, [...columns.map(([, value]) => value), id]);
+}
+
 async function handle(pool, req, res) {
   const url = new URL(req.url, 'http://localhost');
   const path = url.pathname;
+  if (req.method === 'POST' && path === '/bikes/') return writeBike(pool, req, res);
+  if ((req.method === 'PUT' || req.method === 'PATCH') && UUID.test(path.slice('/bikes/'.length))) {
+    return writeBike(pool, req, res, path.slice('/bikes/'.length).toLowerCase());
+  }
   if (req.method !== 'GET') return send(res, 405);
   if (path === '/bikes/all') return sendArray(pool, res, '');
   if (path === '/bikes/search/by-title') return sendArray(pool, res, url.searchParams.get('query') ?? '');

@@ -26,7 +26,13 @@ const { startEmbeddedPostgres } = require(path.join(ROOT, 'dist', 'db', 'embedde
 const { migrate } = require(path.join(ROOT, 'dist', 'db', 'migrate.js'));
 const { statements, LIST_BATCH_SIZE } = require(path.join(ROOT, 'dist', 'bikes', 'repository.js'));
 
-const TARGETS = { throughput: 0.7, allTime: 1.5, allRssGrowthMb: 60 };
+const TARGETS = {
+  allTime: 1.5,
+  allRssGrowthMb: 60,
+  notModifiedMs: 5,
+  compressedBytes: 0.15,
+  compressedTime: 1.3,
+};
 
 const { values: args } = parseArgs({
   options: {
@@ -96,11 +102,11 @@ async function withRssSampling(pids, work) {
   }
 }
 
-function get(url) {
+function get(url, headers = {}) {
   return new Promise((resolve, reject) => {
     const started = process.hrtime.bigint();
     http
-      .get(url, (res) => {
+      .get(url, { headers }, (res) => {
         const hash = createHash('sha256');
         let bytes = 0;
         res.on('data', (chunk) => {
@@ -110,6 +116,7 @@ function get(url) {
         res.on('end', () =>
           resolve({
             status: res.statusCode,
+            etag: res.headers.etag,
             bytes,
             sha256: hash.digest('hex'),
             ms: Number(process.hrtime.bigint() - started) / 1e6,
@@ -135,13 +142,8 @@ async function waitUntilAnswering(baseUrl, child) {
   }
 }
 
-function cannon(baseUrl, paths, duration) {
-  return autocannon({
-    url: baseUrl,
-    connections: CONNECTIONS,
-    duration,
-    requests: paths.map((p) => ({ method: 'GET', path: p })),
-  });
+function cannon(baseUrl, requests, duration) {
+  return autocannon({ url: baseUrl, connections: CONNECTIONS, duration, requests });
 }
 
 /** Sample requests: the same ids, handles and search terms for both processes. */
@@ -156,10 +158,33 @@ async function pickSamples(url) {
       `SELECT avg((SELECT count(*) FROM bikes b WHERE b.title LIKE '%' || s.tag || '%'))::float AS matches
          FROM (SELECT right(title, 10) AS tag FROM bikes ORDER BY md5(id::text) LIMIT 20) s`,
     );
+    const read = (path) => ({ method: 'GET', path });
+    const write = (method, path, body) => ({
+      method,
+      path,
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    const fields = (i) => ({
+      title: `Benchmark Bicycle ${i}`,
+      productType: 'Road',
+      createdAt: '2025-01-01T00:00:00Z',
+      description: 'Written by the benchmark',
+      vendor: 'Bench',
+      availableForSale: true,
+      totalInventory: i,
+      priceRange: { minPrice: { amount: 500, currencyCode: 'USD' }, maxPrice: { amount: 700, currencyCode: 'USD' } },
+    });
     return {
-      byId: rows.map((r) => `/bikes/${r.id}`),
-      byHandle: rows.map((r) => `/bikes/by-handle/${encodeURIComponent(r.handle)}`),
-      search: rows.map((r) => `/bikes/search/by-title?query=${encodeURIComponent(r.tag)}`),
+      requests: {
+        byId: rows.map((r) => read(`/bikes/${r.id}`)),
+        byHandle: rows.map((r) => read(`/bikes/by-handle/${encodeURIComponent(r.handle)}`)),
+        search: rows.map((r) => read(`/bikes/search/by-title?query=${encodeURIComponent(r.tag)}`)),
+        create: rows.map((_, i) => write('POST', '/bikes/', fields(i))),
+        replace: rows.map((r, i) => write('PUT', `/bikes/${r.id}`, { ...fields(i), id: r.id, handle: r.handle })),
+        patch: rows.map((r, i) => write('PATCH', `/bikes/${r.id}`, { totalInventory: i })),
+      },
+      byId: `/bikes/${rows[0].id}`,
       matchesPerSearch: counts[0].matches,
     };
   } finally {
@@ -167,11 +192,16 @@ async function pickSamples(url) {
   }
 }
 
+/** Each scenario's load, for the service and the baseline in turns; `target` is the least ratio wanted. */
 const SCENARIOS = [
-  ['byId', 'GET /bikes/:id'],
-  ['byHandle', 'GET /bikes/by-handle/:handle'],
-  ['search', 'GET /bikes/search/by-title (selective)'],
+  ['byId', 'GET /bikes/:id', 0.85],
+  ['byHandle', 'GET /bikes/by-handle/:handle', 0.85],
+  ['search', 'GET /bikes/search/by-title (selective)', 0.7],
+  ['create', 'POST /bikes/ (create)', 0.7],
+  ['replace', 'PUT /bikes/:id (replace)'],
+  ['patch', 'PATCH /bikes/:id (one field)'],
 ];
+const READS = ['byId', 'byHandle', 'search'];
 
 /** Starts one of the two servers as a child process, its output in a log file, and waits until it answers. */
 async function startServer(name, command, env, workDir) {
@@ -209,15 +239,18 @@ const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.l
  * Both servers run side by side over the same database; they take turns, so the load each one
  * gets is measured close in time to the other's: shared machines drift, and ratios are what count.
  */
-async function measure(servers, samples) {
+async function measure(servers, samples, token) {
   const [service, baseline] = servers;
   const out = { service: { results: {}, check: {} }, baseline: { results: {}, check: {} } };
+  // The service checks the token; the baseline ignores it.
+  const load = (key) =>
+    samples.requests[key].map((r) => ({ ...r, headers: { ...r.headers, authorization: `Bearer ${token}` } }));
 
   for (const server of servers) {
     log(`${server.name}: warming up`);
-    for (const [key] of SCENARIOS) await cannon(server.baseUrl, samples[key], 1);
-    for (const [key] of SCENARIOS)
-      out[server.name].check[key] = (await get(`${server.baseUrl}${samples[key][0]}`)).sha256;
+    for (const [key] of SCENARIOS) await cannon(server.baseUrl, load(key), 1);
+    for (const key of READS)
+      out[server.name].check[key] = (await get(`${server.baseUrl}${samples.requests[key][0].path}`)).sha256;
   }
   await sleep(1000);
 
@@ -251,13 +284,42 @@ async function measure(servers, samples) {
     };
   }
 
+  // The service alone: /bikes/all plain, gzip and br in turns, and conditional GETs.
+  log(`/bikes/all compressed: ${FETCHES + 1} fetches per encoding, in turns`);
+  const encodings = ['identity', 'gzip', 'br'];
+  const encoded = Object.fromEntries(encodings.map((e) => [e, []]));
+  for (let i = 0; i <= FETCHES; i++) {
+    for (const encoding of i % 2 ? [...encodings].reverse() : encodings) {
+      encoded[encoding].push(await get(`${service.baseUrl}/bikes/all`, { 'accept-encoding': encoding }));
+    }
+  }
+  out.compression = Object.fromEntries(
+    encodings.map((e) => [e, { bytes: encoded[e][0].bytes, medianMs: median(encoded[e].slice(1).map((r) => r.ms)) }]),
+  );
+  log('conditional GETs: 200 of each, one at a time');
+  out.conditional = {};
+  for (const [name, path] of [
+    ['/bikes/all', '/bikes/all'],
+    ['/bikes/:id', samples.byId],
+  ]) {
+    const etag = (await get(`${service.baseUrl}${path}`)).etag;
+    const times = [];
+    for (let i = 0; i < 200; i++) {
+      const run = await get(`${service.baseUrl}${path}`, { 'if-none-match': etag });
+      if (run.status !== 304) throw new Error(`a conditional GET ${path} answered ${run.status}`);
+      times.push(run.ms);
+    }
+    times.sort((a, b) => a - b);
+    out.conditional[name] = { p50: times[100], p99: times[197] };
+  }
+
   for (const [key, label] of SCENARIOS) {
     const rounds = { service: [], baseline: [] };
     for (let round = 0; round < ROUNDS; round++) {
       for (const server of round % 2 ? [baseline, service] : servers) {
         log(`${label}: ${server.name}, round ${round + 1} of ${ROUNDS}, ${DURATION} s`);
         const [peakRss] = await withRssSampling([server.pid], async () => {
-          const result = await cannon(server.baseUrl, samples[key], DURATION);
+          const result = await cannon(server.baseUrl, load(key), DURATION);
           if (result.non2xx > 0 || result.errors > 0) {
             throw new Error(`${server.name}: ${label}: ${result.non2xx} non-2xx answers, ${result.errors} errors`);
           }
@@ -289,7 +351,7 @@ function table(rows) {
   return rows.map((r) => '| ' + r.map((c, i) => String(c).padEnd(widths[i])).join(' | ') + ' |').join('\n');
 }
 
-function report({ service, baseline }, samples) {
+function report({ service, baseline, compression, conditional }, samples) {
   const f0 = (n) => n.toFixed(0);
   const f1 = (n) => n.toFixed(1);
   const f2 = (n) => n.toFixed(2);
@@ -307,11 +369,10 @@ function report({ service, baseline }, samples) {
       'target',
     ],
   ];
-  for (const [key, label] of SCENARIOS) {
+  for (const [key, label, target] of SCENARIOS) {
     const s = service.results[key];
     const b = baseline.results[key];
     const ratio = median(s.ratios);
-    const target = key === 'byHandle' ? 'none' : `>= ${TARGETS.throughput}: ${verdict(ratio >= TARGETS.throughput)}`;
     rows.push([
       label,
       f0(s.rps),
@@ -321,7 +382,7 @@ function report({ service, baseline }, samples) {
       `${b.p50} / ${b.p99}`,
       f1(mb(s.peakRss)),
       f1(mb(b.peakRss)),
-      target,
+      target ? `>= ${target}: ${verdict(ratio >= target)}` : 'none',
     ]);
   }
   const sa = service.all;
@@ -347,7 +408,44 @@ function report({ service, baseline }, samples) {
       `< ${TARGETS.allRssGrowthMb} (service): ${verdict(mb(sa.growth) < TARGETS.allRssGrowthMb)}`,
     ],
   ];
-  const same = sa.sha256 === ba.sha256 && SCENARIOS.every(([key]) => service.check[key] === baseline.check[key]);
+  const plain = compression.identity;
+  const compressionRows = [
+    [
+      'GET /bikes/all, service',
+      'MB on the wire',
+      'of plain',
+      'time to last byte, median ms',
+      'of plain',
+      'at 100 Mbit/s s',
+      'target',
+    ],
+  ];
+  for (const [encoding, c] of Object.entries(compression)) {
+    const bytes = c.bytes / plain.bytes;
+    const time = c.medianMs / plain.medianMs;
+    const ok = bytes <= TARGETS.compressedBytes && time <= TARGETS.compressedTime;
+    compressionRows.push([
+      encoding,
+      f1(c.bytes / 1e6),
+      `${f1(100 * bytes)}%`,
+      f0(c.medianMs),
+      f2(time),
+      f2((c.bytes * 8) / 1e8),
+      encoding === 'identity'
+        ? ''
+        : `<= ${100 * TARGETS.compressedBytes}% and <= ${TARGETS.compressedTime}x: ${verdict(ok)}`,
+    ]);
+  }
+  const conditionalRows = [['conditional GET, service, answered 304', 'p50 ms', 'p99 ms', 'target']];
+  for (const [name, c] of Object.entries(conditional)) {
+    conditionalRows.push([
+      name,
+      f2(c.p50),
+      f2(c.p99),
+      name === '/bikes/all' ? `< ${TARGETS.notModifiedMs} ms: ${verdict(c.p50 < TARGETS.notModifiedMs)}` : '',
+    ]);
+  }
+  const same = sa.sha256 === ba.sha256 && READS.every((key) => service.check[key] === baseline.check[key]);
   const cpu = /^model name\s*:\s*(.*)$/m.exec(fs.readFileSync('/proc/cpuinfo', 'utf8'))?.[1] ?? 'unknown';
   console.log(`
 Bike catalog benchmark: ${COUNT} bikes, ${CONNECTIONS} connections, ${ROUNDS} rounds of ${DURATION} s per scenario and server (in turns), /bikes/all fetched ${FETCHES} times each
@@ -358,6 +456,10 @@ Service and baseline answered identically: ${same ? 'yes' : 'NO'}
 ${table(rows)}
 
 ${table(allRows)}
+
+${table(compressionRows)}
+
+${table(conditionalRows)}
 `);
 }
 
@@ -431,7 +533,9 @@ async function main() {
       servers.push(
         await startServer('baseline', [path.join(__dirname, 'baseline.js')], { DATABASE_URL: pg.url }, workDir),
       );
-      report(await measure(servers, samples), samples);
+      const issued = await fetch(`${servers[0].baseUrl}/api/user`, { method: 'POST' });
+      const { token } = await issued.json();
+      report(await measure(servers, samples, token), samples);
     } finally {
       for (const server of servers) await server.stop();
     }

@@ -3,15 +3,24 @@ import compress from 'koa-compress';
 import type Koa from 'koa';
 
 /**
- * gzip or br, as the client's Accept-Encoding prefers, for compressible responses over 1 KB,
- * streamed (/bikes/all stays a stream), with Vary: Accept-Encoding. The levels are the fastest
- * ones that still meet the goal (at most 15% of the plain bytes) on /bikes/all; see the README.
+ * Room for the list to run ahead of the compressor (about eight batches of rows), so reading the
+ * next rows overlaps with compressing the last ones; memory stays bounded.
+ */
+const STREAM_BUFFERS = { writableHighWaterMark: 1024 * 1024, chunkSize: 64 * 1024 };
+
+/**
+ * gzip or br, as the client's Accept-Encoding prefers (gzip on a tie), for compressible
+ * responses over 1 KB; streamed, so /bikes/all stays a stream; with Vary: Accept-Encoding.
+ * Level 1 of each: measured on /bikes/all at 100,000 bikes, both bring 51.2 MB down to 13.9%
+ * in about 1.1 times the plain time to last byte; gzip 6 or br 4 save another 3% of the bytes
+ * for 1.3 to 1.6 times the time (README, performance).
  */
 export function compression(): Koa.Middleware {
   return compress({
     threshold: 1024,
-    gzip: { level: Number(process.env.GZIP_LEVEL ?? 1) },
-    br: { params: { [constants.BROTLI_PARAM_QUALITY]: Number(process.env.BR_QUALITY ?? 1) } },
+    encodingPreference: ['gzip', 'br', 'identity'],
+    gzip: { level: 1, ...STREAM_BUFFERS },
+    br: { params: { [constants.BROTLI_PARAM_QUALITY]: 1 }, ...STREAM_BUFFERS },
     deflate: false,
   });
 }
