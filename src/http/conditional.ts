@@ -1,6 +1,5 @@
 import { createHash } from 'node:crypto';
 import etag from 'etag';
-import fresh from 'fresh';
 import type Koa from 'koa';
 
 /**
@@ -11,9 +10,22 @@ import type Koa from 'koa';
 export function notModified(ctx: Koa.Context, tag: string): boolean {
   ctx.set('ETag', tag);
   ctx.set('Cache-Control', 'no-cache');
-  if (!fresh(ctx.headers, { etag: tag })) return false;
+  if (!matches(ctx.get('If-None-Match'), tag)) return false;
   ctx.status = 304;
   return true;
+}
+
+/**
+ * If-None-Match's weak comparison (RFC 9110, 13.1.2): `*`, or one of the listed tags with or
+ * without `W/`. Evaluated whatever the request's Cache-Control says: that directs caches, and
+ * fetch() adds `no-cache` to every request that carries If-None-Match (the `fresh` package,
+ * written for caches, would then never answer 304).
+ */
+function matches(ifNoneMatch: string, tag: string): boolean {
+  if (ifNoneMatch === '') return false;
+  if (ifNoneMatch.trim() === '*') return true;
+  const opaque = (value: string) => value.trim().replace(/^W\//, '');
+  return ifNoneMatch.split(',').some((candidate) => opaque(candidate) === opaque(tag));
 }
 
 /** The ETag of a list (or a search for `term`) at a catalog version: it changes with every write. */

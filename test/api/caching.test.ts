@@ -97,6 +97,14 @@ describe('the read routes, for clients that poll', () => {
         // An ETag among others, or the strong form of it, matches too; another does not.
         const listed = await get(first, path, { 'if-none-match': `W/"other", ${plain.headers.etag}` });
         expect(listed.status).toBe(304);
+        // As fetch() sends it: Cache-Control: no-cache speaks to caches, not to this server.
+        const fromFetch = {
+          'if-none-match': plain.headers.etag as string,
+          'cache-control': 'no-cache',
+          pragma: 'no-cache',
+        };
+        expect((await get(first, path, fromFetch)).status).toBe(304);
+        expect((await get(first, path, { 'if-none-match': '*' })).status).toBe(304);
         expect((await get(first, path, { 'if-none-match': 'W/"other"' })).status).toBe(200);
       },
     );
