@@ -10,11 +10,15 @@ import type { Readiness } from './db/readiness';
 import { healthRouter } from './http/health-router';
 import { methodNotAllowed } from './http/method-not-allowed';
 import { requestLog } from './http/request-log';
+import { requestMetrics } from './http/request-metrics';
 import { tokenRouter } from './http/token-router';
 import type { Logger } from './logger';
 
 export interface AppDeps {
+  /** Reads may come from a replica. */
   bikes: BikeRepository;
+  /** Reads from the primary, for a client that must read its own writes. */
+  bikesOnPrimary: BikeRepository;
   tokens: Tokens;
   logger: Logger;
   /** GET /readyz answers with this. */
@@ -24,7 +28,7 @@ export interface AppDeps {
 }
 
 /** The Koa application, without listening: the server entry and the tests both build it here. */
-export function createApp({ bikes, tokens, logger, readiness, corsOrigin }: AppDeps): Koa {
+export function createApp({ bikes, bikesOnPrimary, tokens, logger, readiness, corsOrigin }: AppDeps): Koa {
   const app = new Koa();
   // Errors are answered and logged by errorHandler; what reaches here is a failure while
   // streaming a body, after the status was sent.
@@ -35,6 +39,7 @@ export function createApp({ bikes, tokens, logger, readiness, corsOrigin }: AppD
   });
 
   app.use(requestLog(logger));
+  app.use(requestMetrics());
   // Outside the error middleware, so error responses carry the CORS headers too.
   const corsMiddleware = cors(corsOrigin);
   if (corsMiddleware) app.use(corsMiddleware);
@@ -50,7 +55,13 @@ export function createApp({ bikes, tokens, logger, readiness, corsOrigin }: AppD
     await next();
   });
   app.use(methodNotAllowed());
-  for (const router of [bikesRouter(bikes, tokens), tokenRouter(tokens), healthRouter(readiness), docsRouter()]) {
+  const routers = [
+    bikesRouter(bikes, bikesOnPrimary, tokens),
+    tokenRouter(tokens),
+    healthRouter(readiness),
+    docsRouter(),
+  ];
+  for (const router of routers) {
     app.use(router.routes());
   }
   return app;

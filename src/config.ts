@@ -5,6 +5,13 @@ export interface Config {
   port: number;
   /** Unset: the service runs its own embedded PostgreSQL in `dataDir`. */
   databaseUrl: string | undefined;
+  /**
+   * A direct connection for what needs a session (migrations, under an advisory lock) when
+   * DATABASE_URL points at a transaction pooler such as PgBouncer; unset, DATABASE_URL serves.
+   */
+  directUrl: string | undefined;
+  /** A streaming replica for the read routes; unset, reads go to DATABASE_URL. */
+  replicaUrl: string | undefined;
   dataDir: string;
   /** Unset: with the embedded database a secret is created once in `dataDir`. */
   jwtSecret: string | undefined;
@@ -27,9 +34,17 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): Config {
   if (!/^\d+$/.test(portText) || port > 65535) {
     throw new ConfigError(`PORT must be a port number (0-65535), got "${portText}"`);
   }
-  const databaseUrl = nonEmpty(env.DATABASE_URL);
-  if (databaseUrl !== undefined && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
-    throw new ConfigError('DATABASE_URL must be a postgresql:// connection string');
+  const [databaseUrl, directUrl, replicaUrl] = ['DATABASE_URL', 'DATABASE_DIRECT_URL', 'DATABASE_REPLICA_URL'].map(
+    (name) => {
+      const url = nonEmpty(env[name]);
+      if (url !== undefined && !/^postgres(ql)?:\/\//.test(url)) {
+        throw new ConfigError(`${name} must be a postgresql:// connection string`);
+      }
+      return url;
+    },
+  );
+  if (databaseUrl === undefined && (directUrl ?? replicaUrl) !== undefined) {
+    throw new ConfigError('DATABASE_DIRECT_URL and DATABASE_REPLICA_URL go with DATABASE_URL, which is not set');
   }
   const jwtSecret = nonEmpty(env.JWT_SECRET);
   if (databaseUrl !== undefined && jwtSecret === undefined) {
@@ -46,6 +61,8 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): Config {
   return {
     port,
     databaseUrl,
+    directUrl,
+    replicaUrl,
     dataDir: path.resolve(nonEmpty(env.DATA_DIR) ?? path.join(__dirname, '..', '.data')),
     jwtSecret,
     corsOrigin: nonEmpty(env.CORS_ORIGIN),

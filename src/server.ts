@@ -9,8 +9,10 @@ import { isDatabaseUnavailable } from './db/errors';
 import { migrate } from './db/migrate';
 import { connectPool } from './db/pool';
 import { databaseReadiness } from './db/readiness';
+import { replicaReads } from './db/replica';
 import { listen } from './http/listener';
 import { createLogger, type Logger } from './logger';
+import { watchPool } from './metrics';
 import { setTimeout } from 'node:timers/promises';
 
 /** Requests in flight may finish for this long; the pool and PostgreSQL stop in the rest of 10 s. */
@@ -48,31 +50,43 @@ async function closeWithin(pool: Pool, logger: Logger): Promise<void> {
 
 export async function startService(config: Config, logger: Logger): Promise<Service> {
   const databaseServer = await openDatabaseServer(config, logger);
-  let pool: Pool | undefined;
+  const pools: Pool[] = [];
+  const connect = (name: string, url: string) => {
+    const pool = connectPool(url, (err) => logger.warn({ err: err.message, pool: name }, 'database connection lost'));
+    watchPool(name, pool);
+    pools.push(pool);
+    return pool;
+  };
+  const closePools = () => Promise.all(pools.map((pool) => closeWithin(pool, logger)));
   try {
     const jwtSecret = config.jwtSecret ?? loadOrCreateSecret(config.dataDir);
-    await migrateWhenReachable(databaseServer.url, logger);
-    pool = connectPool(databaseServer.url, (err) => logger.warn({ err: err.message }, 'database connection lost'));
+    // Migrations take a session-level advisory lock: a direct connection, never a transaction pooler.
+    await migrateWhenReachable(databaseServer.directUrl, logger);
+    const primary = connect('primary', databaseServer.url);
+    const replica = databaseServer.replicaUrl
+      ? replicaReads(primary, connect('replica', databaseServer.replicaUrl))
+      : undefined;
     const app = createApp({
-      bikes: createBikeRepository(pool),
+      bikes: createBikeRepository({ writes: primary, reads: replica }),
+      bikesOnPrimary: createBikeRepository({ writes: primary }),
       tokens: createTokens(jwtSecret),
       logger,
-      readiness: databaseReadiness(pool),
+      readiness: databaseReadiness(primary),
       corsOrigin: config.corsOrigin,
     });
     const listener = await listen(app.callback(), config.port);
-    const database = pool;
 
     return {
       port: listener.port,
       async stop() {
         await listener.close(SHUTDOWN_GRACE_MS);
-        await closeWithin(database, logger);
+        replica?.stop();
+        await closePools();
         await databaseServer.stop();
       },
     };
   } catch (err) {
-    if (pool) await closeWithin(pool, logger);
+    await closePools();
     // Only a PostgreSQL this process started: one it adopted may be serving another instance
     // (a second `npm start` that finds the port taken must not stop the first one's database).
     await databaseServer.release();

@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { Pool } from 'pg';
+import type { Reads } from '../db/replica';
 import { kysely, prepare, type Statement } from '../db/sql';
 import type { Bike, BikeFields, BikePatch } from './bike';
 import { BIKE_COLUMNS, type BikeRow, toBike, toColumns } from './columns';
@@ -64,11 +65,12 @@ function escapeLike(term: string): string {
 
 export type BikeRepository = ReturnType<typeof createBikeRepository>;
 
-export function createBikeRepository(pool: Pool) {
-  const run = async <Row>(statement: Statement<Row>, values: unknown[]): Promise<Row[]> =>
+/** Writes go to `writes`, the primary; reads to `reads`, which may be a replica. */
+export function createBikeRepository({ writes, reads = writes }: { writes: Pool; reads?: Reads }) {
+  const run = async <Row>(statement: Statement<Row>, values: unknown[], pool: Reads = reads): Promise<Row[]> =>
     (await pool.query<Row & object>(statement.text, values)).rows;
-  const one = async (statement: Statement<BikeRow>, values: unknown[]): Promise<Bike | null> => {
-    const [row] = await run(statement, values);
+  const one = async (statement: Statement<BikeRow>, values: unknown[], pool?: Reads): Promise<Bike | null> => {
+    const [row] = await run(statement, values, pool);
     return row ? toBike(row) : null;
   };
   const allColumns = (id: string, handle: string, fields: BikeFields) => {
@@ -78,15 +80,9 @@ export function createBikeRepository(pool: Pool) {
 
   return {
     create: async (id: string, handle: string, fields: BikeFields) =>
-      (await one(statements.create, allColumns(id, handle, fields))) as Bike,
+      (await one(statements.create, allColumns(id, handle, fields), writes)) as Bike,
 
     findById: (id: string) => one(statements.byId, [id]),
-
-    /** The catalog's version: it changes with every committed write, wherever it comes from. */
-    async catalogVersion(): Promise<string> {
-      const [row] = await run(statements.catalogVersion, []);
-      return String(row.version);
-    },
 
     async findFirstByHandle(handle: string): Promise<Bike | null> {
       // No stored string holds U+0000 (PostgreSQL text cannot), and as a parameter it is an error.
@@ -94,30 +90,40 @@ export function createBikeRepository(pool: Pool) {
       return one(statements.firstByHandle, [handle]);
     },
 
-    /** Bikes oldest first, in batches, optionally only those whose title contains a term. */
-    async *listInBatches({ titleContains = '', batchSize = LIST_BATCH_SIZE } = {}): AsyncGenerator<Bike[]> {
+    /**
+     * Bikes oldest first, optionally only those whose title contains a term: the catalog's
+     * version, which every committed write changes, and then, when iterated, the bikes in
+     * batches. Both come from one database (reads.pin), the version first: rows from the same
+     * place or later can only be newer than it, never older.
+     */
+    async list({ titleContains = '', batchSize = LIST_BATCH_SIZE } = {}) {
+      const source = reads.pin?.() ?? reads;
+      const [{ version }] = await run(statements.catalogVersion, [], source);
       const pattern = titleContains ? `%${escapeLike(titleContains)}%` : undefined;
-      let after = BEFORE_FIRST_SEQ;
-      for (;;) {
-        const rows =
-          pattern === undefined
-            ? await run(statements.batch, [after, batchSize])
-            : await run(statements.titleBatch, [pattern, after, batchSize]);
-        if (rows.length > 0) yield rows.map(toBike);
-        if (rows.length < batchSize) return;
-        // int8 comes back from pg as a string; it goes back as a parameter unchanged.
-        after = rows[rows.length - 1].seq;
+      async function* batches(): AsyncGenerator<Bike[]> {
+        let after = BEFORE_FIRST_SEQ;
+        for (;;) {
+          const rows =
+            pattern === undefined
+              ? await run(statements.batch, [after, batchSize], source)
+              : await run(statements.titleBatch, [pattern, after, batchSize], source);
+          if (rows.length > 0) yield rows.map(toBike);
+          if (rows.length < batchSize) return;
+          // int8 comes back from pg as a string; it goes back as a parameter unchanged.
+          after = rows[rows.length - 1].seq;
+        }
       }
+      return { version: String(version), batches: batches() };
     },
 
     /** Stores the bike under `id`, replacing what was there but keeping its place; creates it if absent. */
     replace: async (id: string, handle: string, fields: BikeFields) =>
-      (await one(statements.replace, allColumns(id, handle, fields))) as Bike,
+      (await one(statements.replace, allColumns(id, handle, fields), writes)) as Bike,
 
     /** Writes only the given fields; null when there is no such bike. */
     async patch(id: string, patch: BikePatch): Promise<Bike | null> {
       const columns = toColumns(patch);
-      if (Object.keys(columns).length === 0) return this.findById(id);
+      if (Object.keys(columns).length === 0) return one(statements.byId, [id], writes);
       // Only the columns of the fields present: concurrent PATCHes of other fields are kept.
       const { sql: text, parameters } = kysely
         .updateTable('bikes')
@@ -125,13 +131,13 @@ export function createBikeRepository(pool: Pool) {
         .where('id', '=', id)
         .returning(BIKE_COLUMNS)
         .compile();
-      const { rows } = await pool.query<BikeRow>(text, [...parameters]);
+      const { rows } = await writes.query<BikeRow>(text, [...parameters]);
       return rows.length > 0 ? toBike(rows[0]) : null;
     },
 
     /** False when there was no such bike. */
     async delete(id: string): Promise<boolean> {
-      const { rowCount } = await pool.query(statements.delete.text, [id]);
+      const { rowCount } = await writes.query(statements.delete.text, [id]);
       return (rowCount ?? 0) > 0;
     },
   };

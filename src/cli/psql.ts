@@ -12,7 +12,7 @@ async function main(): Promise<number> {
   const config = readConfig({ ...process.env, JWT_SECRET: process.env.JWT_SECRET || 'not-needed-for-psql' });
   const server = await openDatabaseServer(config, createLogger('warn'));
   try {
-    const url = new URL(server.url);
+    const url = new URL(server.directUrl);
     const password = decodeURIComponent(url.password);
     url.password = '';
     const child = spawn('psql', [url.toString(), ...process.argv.slice(2)], {

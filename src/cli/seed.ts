@@ -86,10 +86,10 @@ async function main(): Promise<void> {
   const logger = createLogger(config.logLevel);
   const server = await openDatabaseServer(config, logger);
   try {
-    await migrate(server.url, (message) => logger.info(message));
+    await migrate(server.directUrl, (message) => logger.info(message));
     const pool = connectPool(server.url, (err) => logger.warn({ err: err.message }, 'database connection lost'));
     try {
-      const bikes = createBikeRepository(pool);
+      const bikes = createBikeRepository({ writes: pool });
       // One at a time, so the catalog lists them in the order they were made.
       for (let i = 0; i < options.count; i++) {
         const fields = fakeBike();

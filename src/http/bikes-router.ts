@@ -74,7 +74,13 @@ export const BIKE_POLICIES = {
   deleteBike: { token: true, invalid: 404 },
 } satisfies Record<string, Policy>;
 
-export function bikesRouter(bikes: BikeRepository, tokens: Tokens): Router {
+/**
+ * The bike routes. Reads come from `bikes`, which may read a replica, unless the client asks
+ * for the primary with `X-Read-From: primary` (to read its own writes); writes, and the
+ * existence check of a PATCH, always go to the primary.
+ */
+export function bikesRouter(bikes: BikeRepository, onPrimary: BikeRepository, tokens: Tokens): Router {
+  const reader = (ctx: Koa.Context) => (ctx.get('X-Read-From').toLowerCase() === 'primary' ? onPrimary : bikes);
   const router = new Router({ prefix: '/bikes' });
   const route = routes(tokens);
 
@@ -87,8 +93,9 @@ export function bikesRouter(bikes: BikeRepository, tokens: Tokens): Router {
   router.get(
     '/all',
     route(BIKE_POLICIES.listBikes, async (ctx) => {
-      if (notModified(ctx, listTag(await bikes.catalogVersion()))) return;
-      await sendBikeArray(ctx, bikes.listInBatches());
+      const { version, batches } = await reader(ctx).list();
+      if (notModified(ctx, listTag(version))) return;
+      await sendBikeArray(ctx, batches);
     }),
   );
 
@@ -96,22 +103,23 @@ export function bikesRouter(bikes: BikeRepository, tokens: Tokens): Router {
     '/search/by-title',
     route(BIKE_POLICIES.searchBikesByTitle, async (ctx) => {
       const term = searchTerm(ctx);
-      if (notModified(ctx, listTag(await bikes.catalogVersion(), term))) return;
-      await sendBikeArray(ctx, bikes.listInBatches({ titleContains: term }));
+      const { version, batches } = await reader(ctx).list({ titleContains: term });
+      if (notModified(ctx, listTag(version, term))) return;
+      await sendBikeArray(ctx, batches);
     }),
   );
 
   router.get(
     '/by-handle/:handle',
     route(BIKE_POLICIES.getBikeByHandle, async (ctx) => {
-      sendBike(ctx, (await bikes.findFirstByHandle(ctx.params.handle)) ?? fail(404));
+      sendBike(ctx, (await reader(ctx).findFirstByHandle(ctx.params.handle)) ?? fail(404));
     }),
   );
 
   router.get(
     '/:id',
     route(BIKE_POLICIES.getBike, async (ctx) => {
-      sendBike(ctx, (await bikes.findById(ctx.params.id.toLowerCase())) ?? fail(404));
+      sendBike(ctx, (await reader(ctx).findById(ctx.params.id.toLowerCase())) ?? fail(404));
     }),
   );
 
@@ -119,7 +127,7 @@ export function bikesRouter(bikes: BikeRepository, tokens: Tokens): Router {
     '/',
     route(BIKE_POLICIES.createBike, async (ctx, body) => {
       const fields = validate(bikeFields, body) ?? fail(400);
-      ctx.body = await bikes.create(randomUUID(), deriveHandle(fields.title), fields);
+      ctx.body = await onPrimary.create(randomUUID(), deriveHandle(fields.title), fields);
     }),
   );
 
@@ -127,7 +135,7 @@ export function bikesRouter(bikes: BikeRepository, tokens: Tokens): Router {
     '/:id',
     route(BIKE_POLICIES.replaceBike, async (ctx, body) => {
       const { id: _ignored, handle, ...fields } = validate(replacement, body) ?? fail(404);
-      ctx.body = await bikes.replace(ctx.params.id.toLowerCase(), handle, fields);
+      ctx.body = await onPrimary.replace(ctx.params.id.toLowerCase(), handle, fields);
     }),
   );
 
@@ -137,8 +145,8 @@ export function bikesRouter(bikes: BikeRepository, tokens: Tokens): Router {
       const id = ctx.params.id.toLowerCase();
       const changes = validate(patch, body);
       // The bike must exist before its fields are judged: a missing bike is 404 first.
-      if (!changes) fail((await bikes.findById(id)) ? 400 : 404);
-      ctx.body = (await bikes.patch(id, changes)) ?? fail(404);
+      if (!changes) fail((await onPrimary.findById(id)) ? 400 : 404);
+      ctx.body = (await onPrimary.patch(id, changes)) ?? fail(404);
     }),
   );
 
@@ -146,7 +154,7 @@ export function bikesRouter(bikes: BikeRepository, tokens: Tokens): Router {
     '/:id',
     route(BIKE_POLICIES.deleteBike, async (ctx) => {
       const id = ctx.params.id.toLowerCase();
-      if (!(await bikes.delete(id))) fail(404);
+      if (!(await onPrimary.delete(id))) fail(404);
       ctx.body = { id };
     }),
   );

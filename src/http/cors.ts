@@ -5,7 +5,8 @@ import type Koa from 'koa';
  * CORS for browser clients, off unless CORS_ORIGIN is set: to `*`, to one origin
  * (`https://app.example.com`) or to a comma-separated list of origins. Requests from other
  * origins get no CORS headers, so browsers keep the responses from them. Tokens travel in the
- * Authorization header, not in cookies, so credentials are not allowed.
+ * Authorization header, not in cookies, so credentials are not allowed. A page may ask for the
+ * primary (X-Read-From) and read the ETag.
  */
 export function cors(corsOrigin: string | undefined): Koa.Middleware | undefined {
   if (!corsOrigin) return undefined;
@@ -22,8 +23,8 @@ export function cors(corsOrigin: string | undefined): Koa.Middleware | undefined
       return allowed.includes(origin) ? origin : '';
     },
     allowMethods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'],
-    allowHeaders: ['Authorization', 'Content-Type', 'X-Request-Id'],
-    exposeHeaders: ['X-Request-Id', 'Allow', 'Retry-After'],
+    allowHeaders: ['Authorization', 'Content-Type', 'X-Request-Id', 'X-Read-From'],
+    exposeHeaders: ['X-Request-Id', 'Allow', 'Retry-After', 'ETag'],
     maxAge: 600,
   });
 }

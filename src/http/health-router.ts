@@ -1,10 +1,11 @@
 import Router from '@koa/router';
 import type { Readiness } from '../db/readiness';
+import { registry } from '../metrics';
 
 /**
- * GET /healthz: 200 while the process is up (liveness). GET /readyz: 200 when the database is
- * usable, 503 otherwise (readiness). Plain text; a 503 here is an answer, not an error, so it
- * is not thrown to the error middleware and not logged as one.
+ * For operators. GET /healthz: 200 while the process is up (liveness). GET /readyz: 200 when
+ * the database is usable, 503 otherwise (readiness); plain text, and a 503 here is an answer,
+ * not an error, so it is not logged as one. GET /metrics: Prometheus's text format.
  */
 export function healthRouter(readiness: () => Promise<Readiness>): Router {
   const router = new Router();
@@ -21,6 +22,12 @@ export function healthRouter(readiness: () => Promise<Readiness>): Router {
     ctx.type = 'text/plain';
     ctx.status = result.ready ? 200 : 503;
     ctx.body = result.ready ? 'OK' : `Service Unavailable: ${result.reason}`;
+  });
+
+  router.get('/metrics', async (ctx) => {
+    ctx.set('Cache-Control', 'no-store');
+    ctx.type = registry.contentType;
+    ctx.body = await registry.metrics();
   });
 
   return router;

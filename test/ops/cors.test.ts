@@ -75,7 +75,7 @@ describe('CORS when CORS_ORIGIN names one origin', () => {
     expect(corsHeaders(res)).toEqual({
       'access-control-allow-origin': APP_ORIGIN,
       'access-control-allow-methods': 'GET,HEAD,POST,PUT,PATCH,DELETE',
-      'access-control-allow-headers': 'Authorization,Content-Type,X-Request-Id',
+      'access-control-allow-headers': 'Authorization,Content-Type,X-Request-Id,X-Read-From',
       'access-control-max-age': '600',
     });
     expect(res.headers.get('vary')).toMatch(/Origin/);
@@ -94,7 +94,7 @@ describe('CORS when CORS_ORIGIN names one origin', () => {
     expect(res.status).toBe(200);
     expect(corsHeaders(res)).toEqual({
       'access-control-allow-origin': APP_ORIGIN,
-      'access-control-expose-headers': 'X-Request-Id,Allow,Retry-After',
+      'access-control-expose-headers': 'X-Request-Id,Allow,Retry-After,ETag',
     });
   });
 

@@ -53,6 +53,7 @@ const OPERATIONAL_ROUTES = [
   'GET /docs',
   'GET /docs/swagger-initializer.js',
   'GET /docs/{asset}',
+  'GET /metrics',
 ];
 
 function operations(document: Document): { method: string; path: string; operation: Operation }[] {
@@ -109,7 +110,8 @@ describe('GET /openapi.json', () => {
     const pool = connectPool(svc.databaseUrl, () => undefined);
     try {
       const app = createApp({
-        bikes: createBikeRepository(pool),
+        bikes: createBikeRepository({ writes: pool }),
+        bikesOnPrimary: createBikeRepository({ writes: pool }),
         tokens: createTokens(svc.jwtSecret),
         logger: pino({ level: 'silent' }),
         readiness: databaseReadiness(pool),

@@ -1,0 +1,70 @@
+import type { Pool } from 'pg';
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+
+/**
+ * What GET /metrics shows, in Prometheus's text format: requests by route template and status,
+ * their latency, the database pools, database errors, the replica, and the process itself.
+ * Any layer may record here; this module depends on nothing of ours.
+ */
+export const registry = new Registry();
+collectDefaultMetrics({ register: registry });
+
+const labelNames = ['method', 'route', 'status'] as const;
+
+export const httpRequests = new Counter({
+  name: 'http_requests_total',
+  help: 'Requests answered, by method, route template and status',
+  labelNames,
+  registers: [registry],
+});
+
+export const httpDuration = new Histogram({
+  name: 'http_request_duration_seconds',
+  help: 'Time from the request to the last byte of the response',
+  labelNames,
+  buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+  registers: [registry],
+});
+
+export const databaseErrors = new Counter({
+  name: 'db_errors_total',
+  help: 'Database failures: connections lost or refused, queries cut off, fallbacks from the replica',
+  labelNames: ['pool'],
+  registers: [registry],
+});
+
+export const databaseReads = new Counter({
+  name: 'db_reads_total',
+  help: 'Read queries, by the pool that answered them (primary or replica)',
+  labelNames: ['pool'],
+  registers: [registry],
+});
+
+export const replicaLag = new Gauge({
+  name: 'db_replica_lag_seconds',
+  help: 'How far the replica is behind the primary, as of the last check',
+  registers: [registry],
+});
+
+const pools = new Map<string, Pool>();
+
+new Gauge({
+  name: 'db_pool_clients',
+  help: 'Clients of each database pool: total, idle, and requests waiting for one',
+  labelNames: ['pool', 'state'],
+  registers: [registry],
+  collect() {
+    this.reset();
+    for (const [name, pool] of pools) {
+      this.set({ pool: name, state: 'total' }, pool.totalCount);
+      this.set({ pool: name, state: 'idle' }, pool.idleCount);
+      this.set({ pool: name, state: 'waiting' }, pool.waitingCount);
+    }
+  },
+});
+
+/** Shows a pool in the gauges, and counts its lost connections as database errors. */
+export function watchPool(name: string, pool: Pool): void {
+  pools.set(name, pool);
+  pool.on('error', () => databaseErrors.inc({ pool: name }));
+}

@@ -1,0 +1,95 @@
+import { randomBytes } from 'node:crypto';
+import { Client } from 'pg';
+import type { Bike } from '../../src/bikes/bike';
+import { client, newBike } from '../support/bikes';
+import { createEmptyTestDatabase } from '../support/databases';
+import { spawnService, type ServiceProcess } from '../support/process';
+import { type Bouncer, missing, PGBOUNCER, startPgBouncer } from '../support/servers';
+
+const why = missing(PGBOUNCER);
+if (why) console.log(`pgbouncer.test.ts skipped: ${why}`);
+
+/**
+ * DATABASE_URL pointing at a real PgBouncer (Debian's 1.18) in transaction pooling mode, where a
+ * connection is the client's only for one transaction: no session state, no named prepared
+ * statements. Migrations, which take a session-level advisory lock, use DATABASE_DIRECT_URL.
+ */
+(why ? describe.skip : describe)('the service through PgBouncer in transaction pooling mode', () => {
+  let direct: string;
+  let bouncer: Bouncer;
+  let svc: ServiceProcess;
+  let api: ReturnType<typeof client>;
+
+  beforeAll(async () => {
+    // A database nothing has migrated yet: the service must migrate it through the direct URL.
+    direct = await createEmptyTestDatabase();
+    bouncer = await startPgBouncer(direct);
+    svc = await spawnService({
+      DATABASE_URL: bouncer.url,
+      DATABASE_DIRECT_URL: direct,
+      JWT_SECRET: randomBytes(32).toString('base64url'),
+    });
+    const { token } = (await (await fetch(`${svc.baseUrl}/api/user`, { method: 'POST' })).json()) as { token: string };
+    api = client(svc.baseUrl, token);
+  }, 60_000);
+  afterAll(async () => {
+    svc?.child.kill('SIGTERM');
+    await svc?.exited;
+    await bouncer?.stop();
+  });
+
+  it('migrated the database through the direct URL, and is ready', async () => {
+    expect((await fetch(`${svc.baseUrl}/readyz`)).status).toBe(200);
+  });
+
+  it('serves every route: create, get by id and by handle, search, replace, patch, delete', async () => {
+    const created = await api.create(newBike());
+    const read = async (path: string) => (await api.request('GET', path)).json();
+    expect(await read(`/bikes/${created.id}`)).toEqual(created);
+    expect(await read(`/bikes/by-handle/${created.handle}`)).toEqual(created);
+    expect(await read(`/bikes/search/by-title?query=${encodeURIComponent(created.title)}`)).toEqual([created]);
+    const replaced = { ...created, ...newBike({ vendor: 'Replaced' }), id: created.id, handle: 'replaced' };
+    expect(await (await api.request('PUT', `/bikes/${created.id}`, { body: replaced })).json()).toEqual(replaced);
+    const patched = await (await api.request('PATCH', `/bikes/${created.id}`, { body: { totalInventory: 1 } })).json();
+    expect(patched).toEqual({ ...replaced, totalInventory: 1 });
+    expect((await api.request('DELETE', `/bikes/${created.id}`)).status).toBe(200);
+    expect((await api.request('GET', `/bikes/${created.id}`)).status).toBe(404);
+  });
+
+  it('streams a list of many batches, oldest first, and answers 304 while it is unchanged', async () => {
+    const db = new Client({ connectionString: direct });
+    await db.connect();
+    await db.query(
+      `INSERT INTO bikes (id, handle, title, product_type, created_at, description, vendor, available_for_sale,
+         total_inventory, min_price_amount, min_price_currency_code, max_price_amount, max_price_currency_code)
+       SELECT gen_random_uuid(), 'pooled-' || n, 'Pooled ' || n, 'Road', 'now', 'd', 'v', true, n, 1, 'USD', 2, 'USD'
+       FROM generate_series(1, 700) AS n`,
+    );
+    await db.end();
+    const res = await api.request('GET', '/bikes/all');
+    const bikes = (await res.json()) as Bike[];
+    const pooled = bikes.filter((bike) => bike.title.startsWith('Pooled '));
+    expect(pooled.map((bike) => bike.totalInventory)).toEqual(Array.from({ length: 700 }, (_, i) => i + 1));
+    const etag = res.headers.get('etag') as string;
+    const again = await api.request('GET', '/bikes/all', { headers: { 'if-none-match': etag } });
+    expect(again.status).toBe(304);
+    await api.create(newBike());
+    expect((await api.request('GET', '/bikes/all', { headers: { 'if-none-match': etag } })).status).toBe(200);
+  });
+
+  it('keeps its guarantees under concurrency: 100 parallel creates all stored, parallel patches of different fields all kept', async () => {
+    const created = await Promise.all(Array.from({ length: 100 }, () => api.create(newBike())));
+    const ids = new Set(created.map((bike) => bike.id));
+    expect(ids.size).toBe(100);
+    const all = (await (await api.request('GET', '/bikes/all')).json()) as Bike[];
+    expect(all.filter((bike) => ids.has(bike.id))).toHaveLength(100);
+
+    const bike = created[0];
+    const changes = [{ vendor: 'V' }, { productType: 'P' }, { description: 'D' }, { totalInventory: 77 }];
+    const answers = await Promise.all(changes.map((body) => api.request('PATCH', `/bikes/${bike.id}`, { body })));
+    expect(answers.map((res) => res.status)).toEqual([200, 200, 200, 200]);
+    expect(await (await api.request('GET', `/bikes/${bike.id}`)).json()).toEqual(
+      Object.assign({ ...bike }, ...changes),
+    );
+  });
+});

@@ -1,0 +1,197 @@
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import fs from 'node:fs';
+import path from 'node:path';
+import { Client } from 'pg';
+import { freePort } from './process';
+import { tempDataDir } from './temp-dir';
+
+/**
+ * Real servers from Debian's packages for the scaling tests: PgBouncer, and a PostgreSQL 15
+ * primary with a streaming replica. They run as the postgres user when the tests run as root
+ * (both refuse root), TCP only, and die with the test process (setpriv --pdeathsig).
+ */
+
+export const PGBOUNCER = '/usr/sbin/pgbouncer';
+export const POSTGRES_15 = '/usr/lib/postgresql/15/bin';
+
+/** Why a test cannot run here, or undefined when the binaries it needs are installed. */
+export function missing(...files: string[]): string | undefined {
+  const absent = files.filter((file) => !fs.existsSync(file));
+  return absent.length > 0 ? `${absent.join(', ')} not installed (CI installs it: .ci/run)` : undefined;
+}
+
+const asRoot = process.getuid?.() === 0;
+const user = asRoot
+  ? { uid: Number(execFileSync('id', ['-u', 'postgres'])), gid: Number(execFileSync('id', ['-g', 'postgres'])) }
+  : undefined;
+
+/** A directory or file the server's user owns. */
+function own(file: string): string {
+  if (user) fs.chownSync(file, user.uid, user.gid);
+  return file;
+}
+
+function spawnServer(command: string, args: string[], env: Record<string, string> = {}): ChildProcess {
+  const as = user ? ['--reuid', String(user.uid), '--regid', String(user.gid), '--clear-groups'] : [];
+  return spawn('setpriv', ['--pdeathsig', 'KILL', ...as, '--', command, ...args], {
+    env: { PATH: process.env.PATH, LC_ALL: 'C', ...env },
+    stdio: 'ignore',
+  });
+}
+
+function runAsServerUser(command: string, args: string[], env: Record<string, string> = {}): void {
+  execFileSync(command, args, { ...user, env: { PATH: process.env.PATH, LC_ALL: 'C', ...env }, stdio: 'pipe' });
+}
+
+async function waitUntil(what: string, probe: () => Promise<boolean>, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await probe().catch(() => false))) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+async function answers(url: string): Promise<boolean> {
+  const client = new Client({ connectionString: url, connectionTimeoutMillis: 1000 });
+  client.on('error', () => undefined);
+  try {
+    await client.connect();
+    await client.query('SELECT 1');
+    return true;
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
+async function stopped(child: ChildProcess, signal: NodeJS.Signals): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  child.kill(signal);
+  await exited;
+}
+
+export interface Bouncer {
+  /** DATABASE_URL for the service: the database behind the bouncer, by the same name. */
+  url: string;
+  stop(): Promise<void>;
+}
+
+/** PgBouncer in transaction pooling mode in front of the database `url` names (a superuser's URL). */
+export async function startPgBouncer(url: string): Promise<Bouncer> {
+  const target = new URL(url);
+  const database = target.pathname.slice(1);
+  const user_ = decodeURIComponent(target.username);
+  const password = decodeURIComponent(target.password);
+  const dir = own(tempDataDir('pgbouncer'));
+  const port = await freePort();
+  fs.writeFileSync(path.join(dir, 'users.txt'), `"${user_}" "${password}"\n`, { mode: 0o600 });
+  own(path.join(dir, 'users.txt'));
+  fs.writeFileSync(
+    path.join(dir, 'pgbouncer.ini'),
+    [
+      '[databases]',
+      `${database} = host=${target.hostname} port=${target.port} dbname=${database}`,
+      '[pgbouncer]',
+      'listen_addr = 127.0.0.1',
+      `listen_port = ${port}`,
+      'unix_socket_dir =',
+      'auth_type = scram-sha-256',
+      `auth_file = ${path.join(dir, 'users.txt')}`,
+      'pool_mode = transaction',
+      'default_pool_size = 4',
+      'max_client_conn = 500',
+      'ignore_startup_parameters = extra_float_digits,options',
+      'logfile =',
+      'pidfile =',
+    ].join('\n'),
+  );
+  own(path.join(dir, 'pgbouncer.ini'));
+  const child = spawnServer(PGBOUNCER, [path.join(dir, 'pgbouncer.ini')]);
+  const bouncerUrl = new URL(url);
+  bouncerUrl.port = String(port);
+  await waitUntil('PgBouncer', () => answers(bouncerUrl.toString()));
+  return {
+    url: bouncerUrl.toString(),
+    async stop() {
+      await stopped(child, 'SIGTERM');
+      fs.rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+export interface Postgres15 {
+  port: number;
+  url(database: string): string;
+  /** Stops it (fast shutdown), or kills it outright (SIGKILL). */
+  stop(how?: 'fast' | 'kill'): Promise<void>;
+  start(): Promise<void>;
+  remove(): void;
+}
+
+const PASSWORD = randomBytes(12).toString('hex');
+
+function postgres15(dir: string, port: number, readOnly: boolean): Postgres15 {
+  let child: ChildProcess | undefined;
+  const url = (database: string) => `postgresql://postgres:${PASSWORD}@127.0.0.1:${port}/${database}`;
+  const server: Postgres15 = {
+    port,
+    url,
+    async start() {
+      child = spawnServer(path.join(POSTGRES_15, 'postgres'), ['-D', dir, '-p', String(port)]);
+      await waitUntil(readOnly ? 'the replica' : 'the primary', () => answers(url('postgres')));
+    },
+    async stop(how = 'fast') {
+      if (child) await stopped(child, how === 'kill' ? 'SIGKILL' : 'SIGINT');
+      if (how === 'kill') await new Promise((resolve) => setTimeout(resolve, 200)); // its backends go too
+    },
+    remove: () => fs.rmSync(dir, { recursive: true, force: true }),
+  };
+  return server;
+}
+
+/** A PostgreSQL 15 primary, set up for streaming replication. */
+export async function startPrimary(): Promise<Postgres15> {
+  const parent = tempDataDir('pg15');
+  const dir = path.join(parent, 'primary');
+  fs.mkdirSync(dir, { mode: 0o700 });
+  own(dir);
+  const passwordFile = path.join(parent, 'password');
+  fs.writeFileSync(passwordFile, PASSWORD, { mode: 0o600 });
+  own(passwordFile);
+  runAsServerUser(path.join(POSTGRES_15, 'initdb'), [
+    `--pgdata=${dir}`,
+    '--username=postgres',
+    `--pwfile=${passwordFile}`,
+    '--auth=scram-sha-256',
+    '--encoding=UTF8',
+    '--locale=C',
+    '--no-sync',
+  ]);
+  fs.appendFileSync(
+    path.join(dir, 'postgresql.conf'),
+    "\nlisten_addresses = '127.0.0.1'\nunix_socket_directories = ''\nwal_level = replica\n" +
+      'max_wal_senders = 5\nhot_standby = on\nfsync = off\nwal_receiver_status_interval = 1s\n',
+  );
+  fs.writeFileSync(
+    path.join(dir, 'pg_hba.conf'),
+    'host all all 127.0.0.1/32 scram-sha-256\nhost replication all 127.0.0.1/32 scram-sha-256\n',
+  );
+  const primary = postgres15(dir, await freePort(), false);
+  await primary.start();
+  return primary;
+}
+
+/** A streaming replica of `primary`: pg_basebackup -R, then its own server, read-only. */
+export async function startReplica(primary: Postgres15): Promise<Postgres15> {
+  const dir = path.join(tempDataDir('pg15-replica'), 'replica');
+  own(path.dirname(dir));
+  runAsServerUser(
+    path.join(POSTGRES_15, 'pg_basebackup'),
+    ['-h', '127.0.0.1', '-p', String(primary.port), '-U', 'postgres', '-D', dir, '-R', '-X', 'stream', '-c', 'fast'],
+    { PGPASSWORD: PASSWORD },
+  );
+  const replica = postgres15(dir, await freePort(), true);
+  await replica.start();
+  return replica;
+}
