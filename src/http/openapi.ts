@@ -83,6 +83,30 @@ function errorResponses(
 const BIKE = ref('schemas', 'Bike');
 const BIKES = { type: 'array', items: BIKE };
 const ID_PARAMETER = ref('parameters', 'BikeId');
+const READ_PARAMETERS = [
+  {
+    name: 'If-None-Match',
+    in: 'header',
+    required: false,
+    description: 'The ETag of the copy you have: 304, with no body, while it is current.',
+    schema: { type: 'string' },
+  },
+  {
+    name: 'X-Read-From',
+    in: 'header',
+    required: false,
+    description: '`primary`: read from the primary database, to see your own writes at once (see Scaling).',
+    schema: { type: 'string', enum: ['primary'] },
+  },
+];
+const READ_HEADERS = {
+  ETag: { description: 'A weak ETag of this representation.', schema: { type: 'string' } },
+  'Cache-Control': { description: '`no-cache`: revalidate before using a stored copy.', schema: { type: 'string' } },
+};
+const NOT_MODIFIED = {
+  description: 'Not Modified: the If-None-Match ETag is still current; no body.',
+  headers: { ...REQUEST_ID_HEADER, ETag: READ_HEADERS.ETag },
+};
 
 interface Operation {
   /** Method and path: 'get /bikes/all'. */
@@ -244,6 +268,9 @@ function buildDocument() {
   for (const [operationId, op] of Object.entries(operations)) {
     const [method, urlPath] = op.route.split(' ');
     const id = urlPath.includes('{id}');
+    // The reads of the catalog: conditional (ETag, 304), and from a replica unless told otherwise.
+    const read = method === 'get';
+    const parameters = [...(id ? [ID_PARAMETER] : []), ...(op.parameters ?? []), ...(read ? READ_PARAMETERS : [])];
     paths[urlPath] ??= {};
     paths[urlPath][method] = {
       tags: [urlPath === '/api/user' ? 'tokens' : 'bikes'],
@@ -251,10 +278,15 @@ function buildDocument() {
       security: op.policy.token ? [{ bearerAuth: [] }] : [],
       summary: op.summary,
       ...(op.description && { description: op.description }),
-      ...((id || op.parameters) && { parameters: [...(id ? [ID_PARAMETER] : []), ...(op.parameters ?? [])] }),
+      ...(parameters.length > 0 && { parameters }),
       ...(op.requestBody !== undefined && { requestBody: op.requestBody }),
       responses: {
-        200: { description: op.ok[0], headers: REQUEST_ID_HEADER, content: json(op.ok[1], op.ok[2]) },
+        200: {
+          description: op.ok[0],
+          headers: { ...REQUEST_ID_HEADER, ...(read && READ_HEADERS) },
+          content: json(op.ok[1], op.ok[2]),
+        },
+        ...(read && { 304: NOT_MODIFIED }),
         ...errorResponses(op.policy, { id, ...op.errors }),
       },
     };

@@ -6,7 +6,9 @@ import { parse } from 'yaml';
 import { freePort } from '../support/process';
 import { startTestService } from '../support/service';
 
-const COMPOSE_FILE = path.join(__dirname, '..', '..', 'docker-compose.yml');
+const ROOT = path.join(__dirname, '..', '..');
+const COMPOSE_FILE = path.join(ROOT, 'docker-compose.yml');
+const SCALED_FILE = path.join(ROOT, 'docker-compose.scale.yml');
 const hasDockerCompose = spawnSync('docker-compose', ['version'], { stdio: 'ignore' }).status === 0;
 if (!hasDockerCompose) {
   console.log(
@@ -31,13 +33,32 @@ describe('docker-compose.yml', () => {
     services: { api: { environment: { PORT: string }; healthcheck: { test: string[] } } };
   };
 
-  (hasDockerCompose ? it : it.skip)('is a valid compose file for a real compose implementation', () => {
-    const result = spawnSync('docker-compose', ['-f', COMPOSE_FILE, 'config', '--quiet'], {
-      env: { ...process.env, JWT_SECRET: 'only-to-validate-the-file' },
-      encoding: 'utf8',
+  (hasDockerCompose ? it.each : it.skip.each)(['docker-compose.yml', 'docker-compose.scale.yml'])(
+    '%s is a valid compose file for a real compose implementation',
+    (file) => {
+      const result = spawnSync('docker-compose', ['-f', path.join(ROOT, file), 'config', '--quiet'], {
+        env: { ...process.env, JWT_SECRET: 'only-to-validate-the-file' },
+        encoding: 'utf8',
+      });
+      expect(result.stderr).toBe('');
+      expect(result.status).toBe(0);
+    },
+  );
+
+  it('gives every service of the scaled stack a health check, the api its /readyz one, behind PgBouncer and a replica', () => {
+    const scaled = parse(fs.readFileSync(SCALED_FILE, 'utf8')) as {
+      services: Record<string, { healthcheck?: { test: string[] }; environment?: Record<string, string> }>;
+    };
+    expect(Object.keys(scaled.services).sort()).toEqual(['api', 'db', 'lb', 'pgbouncer', 'replica']);
+    for (const [name, service] of Object.entries(scaled.services)) {
+      expect({ name, healthcheck: Boolean(service.healthcheck) }).toEqual({ name, healthcheck: true });
+    }
+    expect(scaled.services.api.healthcheck?.test).toEqual(compose.services.api.healthcheck.test);
+    expect(scaled.services.api.environment).toMatchObject({
+      DATABASE_URL: expect.stringContaining('@pgbouncer:'),
+      DATABASE_DIRECT_URL: expect.stringContaining('@db:'),
+      DATABASE_REPLICA_URL: expect.stringContaining('@replica:'),
     });
-    expect(result.stderr).toBe('');
-    expect(result.status).toBe(0);
   });
 
   it('gives the api a health check that passes when /readyz answers 200 and fails when nothing answers', async () => {
