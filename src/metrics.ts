@@ -35,14 +35,14 @@ export const databaseErrors = new Counter({
 
 export const databaseReads = new Counter({
   name: 'db_reads_total',
-  help: 'Read queries, by the pool that answered them (primary or replica)',
+  help: 'Read queries with a replica configured, by the pool that answered them (primary or replica)',
   labelNames: ['pool'],
   registers: [registry],
 });
 
 export const replicaLag = new Gauge({
   name: 'db_replica_lag_seconds',
-  help: 'How far the replica is behind the primary, as of the last check',
+  help: 'How far the replica is behind the primary, as of the last check (0 without a replica)',
   registers: [registry],
 });
 
