@@ -13,13 +13,13 @@ const { spawn } = require('node:child_process');
 const { createHash, randomBytes } = require('node:crypto');
 const fs = require('node:fs');
 const http = require('node:http');
-const net = require('node:net');
 const os = require('node:os');
 const path = require('node:path');
 const { parseArgs } = require('node:util');
 const autocannon = require('autocannon');
 const { Client } = require('pg');
 const { seedBikes } = require('./seed');
+const { freePort, median, sleep, table } = require('./support');
 
 const ROOT = path.join(__dirname, '..');
 const { startEmbeddedPostgres } = require(path.join(ROOT, 'dist', 'db', 'embedded-postgres.js'));
@@ -52,19 +52,7 @@ const CONNECTIONS = Number(args.connections);
 const FETCHES = Number(args.fetches);
 
 const log = (message) => process.stderr.write(`[bench] ${message}\n`);
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const mb = (kb) => kb / 1024;
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 /** VmRSS and VmHWM (peak) of a process, in kB. */
 function memoryOf(pid) {
@@ -233,8 +221,6 @@ async function startServer(name, command, env, workDir) {
   };
 }
 
-const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
-
 /**
  * Both servers run side by side over the same database; they take turns, so the load each one
  * gets is measured close in time to the other's: shared machines drift, and ratios are what count.
@@ -344,11 +330,6 @@ async function measure(servers, samples, token) {
     out.service.results[key].ratios = rounds.service.map((r, i) => r.rps / rounds.baseline[i].rps);
   }
   return out;
-}
-
-function table(rows) {
-  const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => String(r[i]).length)));
-  return rows.map((r) => '| ' + r.map((c, i) => String(c).padEnd(widths[i])).join(' | ') + ' |').join('\n');
 }
 
 function report({ service, baseline, compression, conditional }, samples) {

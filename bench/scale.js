@@ -11,13 +11,13 @@
 const { execFileSync, spawn } = require('node:child_process');
 const { randomBytes } = require('node:crypto');
 const fs = require('node:fs');
-const net = require('node:net');
 const os = require('node:os');
 const path = require('node:path');
 const { parseArgs } = require('node:util');
 const autocannon = require('autocannon');
 const { Client } = require('pg');
 const { seedBikes } = require('./seed');
+const { freePort, median, sleep, table } = require('./support');
 
 const ROOT = path.join(__dirname, '..');
 const { startEmbeddedPostgres } = require(path.join(ROOT, 'dist', 'db', 'embedded-postgres.js'));
@@ -32,19 +32,6 @@ const { values: args } = parseArgs({
   },
 });
 const log = (message) => process.stderr.write(`[bench:scale] ${message}\n`);
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 async function answers(url) {
   for (let i = 0; i < 200; i++) {
@@ -174,11 +161,10 @@ async function main() {
     for (const [i, [label]] of setups.entries()) {
       rowsOut.push([label, median(results[i].byId).toFixed(0), median(results[i].create).toFixed(0)]);
     }
-    const widths = rowsOut[0].map((_, c) => Math.max(...rowsOut.map((r) => r[c].length)));
     console.log(
       `\nbench:scale: ${args.count} bikes, ${args.connections} client connections in all, ${args.rounds} rounds of ` +
         `${args.duration} s (median), nproc ${os.availableParallelism()}, Node ${process.version}\n\n` +
-        rowsOut.map((r) => `| ${r.map((c, j) => c.padEnd(widths[j])).join(' | ')} |`).join('\n'),
+        table(rowsOut),
     );
   } finally {
     for (const stop of stops) stop();
