@@ -145,7 +145,8 @@ function postgres15(dir: string, port: number, readOnly: boolean): Postgres15 {
       if (child) await stopped(child, how === 'kill' ? 'SIGKILL' : 'SIGINT');
       if (how === 'kill') await new Promise((resolve) => setTimeout(resolve, 200)); // its backends go too
     },
-    remove: () => fs.rmSync(dir, { recursive: true, force: true }),
+    /** Removes its data directory and the temporary directory holding it. */
+    remove: () => fs.rmSync(path.dirname(dir), { recursive: true, force: true }),
   };
   return server;
 }
