@@ -1,10 +1,11 @@
+import { setTimeout } from 'node:timers/promises';
+import type { Pool } from 'pg';
 import { createApp } from './app';
 import { loadOrCreateSecret } from './auth/secret';
 import { createTokens } from './auth/tokens';
 import { createBikeRepository } from './bikes/repository';
 import { type Config, ConfigError, readConfig } from './config';
 import { openDatabaseServer } from './db/database';
-import type { Pool } from 'pg';
 import { isDatabaseUnavailable } from './db/errors';
 import { migrate } from './db/migrate';
 import { connectPool } from './db/pool';
@@ -13,7 +14,7 @@ import { replicaReads } from './db/replica';
 import { listen } from './http/listener';
 import { createLogger, type Logger } from './logger';
 import { watchPool } from './metrics';
-import { setTimeout } from 'node:timers/promises';
+import { withinTime } from './timeout';
 
 /** Requests in flight may finish for this long; the pool and PostgreSQL stop in the rest of 10 s. */
 const SHUTDOWN_GRACE_MS = 8_000;
@@ -43,8 +44,10 @@ async function migrateWhenReachable(url: string, logger: Logger): Promise<void> 
 }
 
 async function closeWithin(pool: Pool, logger: Logger): Promise<void> {
-  const timeout = setTimeout(POOL_CLOSE_MS, 'timeout' as const, { ref: false });
-  const result = await Promise.race([pool.end().catch(() => undefined), timeout]);
+  const result = await withinTime(
+    pool.end().catch(() => undefined),
+    POOL_CLOSE_MS,
+  );
   if (result === 'timeout') logger.warn('database pool did not close in time');
 }
 

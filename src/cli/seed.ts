@@ -60,8 +60,9 @@ function fakeBike(): BikeFields {
 
 function readOptions(args: string[]): { count: number; seed: number | undefined } {
   const { values } = parseArgs({ args, options: { count: { type: 'string' }, seed: { type: 'string' } } });
-  const count = Number(values.count ?? '25');
-  if (!/^\d+$/.test(values.count ?? '25') || count < 1 || count > MAX_COUNT) {
+  const countText = values.count ?? '25';
+  const count = Number(countText);
+  if (!/^\d+$/.test(countText) || count < 1 || count > MAX_COUNT) {
     throw new Error(`--count must be a whole number from 1 to ${MAX_COUNT}\n${USAGE}`);
   }
   if (values.seed !== undefined && !/^-?\d+$/.test(values.seed)) throw new Error(`--seed must be an integer\n${USAGE}`);

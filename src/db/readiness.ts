@@ -1,5 +1,5 @@
 import type { Pool } from 'pg';
-import { setTimeout } from 'node:timers/promises';
+import { withinTime } from '../timeout';
 import { type Migration, pendingMigrations, readMigrations } from './migrate';
 
 /** Whether the database can serve the API now; `reason` says why not, in a few words. */
@@ -18,8 +18,7 @@ export function databaseReadiness(
 ): () => Promise<Readiness> {
   return async () => {
     try {
-      const timeout = setTimeout(READINESS_TIMEOUT_MS, 'timeout' as const, { ref: false });
-      const pending = await Promise.race([pendingMigrations(pool, migrations), timeout]);
+      const pending = await withinTime(pendingMigrations(pool, migrations), READINESS_TIMEOUT_MS);
       if (pending === 'timeout') return { ready: false, reason: 'database not answering' };
       if (pending.length > 0) return { ready: false, reason: `${pending.length} migration(s) not applied` };
       return { ready: true };
