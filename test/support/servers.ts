@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { Client } from 'pg';
+import { giveTo, serverUser } from '../../src/db/server-user';
 import { freePort } from './process';
 import { tempDataDir } from './temp-dir';
 
@@ -21,16 +22,8 @@ export function missing(...files: string[]): string | undefined {
   return absent.length > 0 ? `${absent.join(', ')} not installed (CI installs it: .ci/run)` : undefined;
 }
 
-const asRoot = process.getuid?.() === 0;
-const user = asRoot
-  ? { uid: Number(execFileSync('id', ['-u', 'postgres'])), gid: Number(execFileSync('id', ['-g', 'postgres'])) }
-  : undefined;
-
-/** A directory or file the server's user owns. */
-function own(file: string): string {
-  if (user) fs.chownSync(file, user.uid, user.gid);
-  return file;
-}
+/** The user the service runs its own PostgreSQL as: the same for these servers. */
+const user = serverUser();
 
 function spawnServer(command: string, args: string[], env: Record<string, string> = {}): ChildProcess {
   const as = user ? ['--reuid', String(user.uid), '--regid', String(user.gid), '--clear-groups'] : [];
@@ -83,10 +76,11 @@ export async function startPgBouncer(url: string): Promise<Bouncer> {
   const database = target.pathname.slice(1);
   const user_ = decodeURIComponent(target.username);
   const password = decodeURIComponent(target.password);
-  const dir = own(tempDataDir('pgbouncer'));
+  const dir = tempDataDir('pgbouncer');
+  giveTo(dir, user);
   const port = await freePort();
   fs.writeFileSync(path.join(dir, 'users.txt'), `"${user_}" "${password}"\n`, { mode: 0o600 });
-  own(path.join(dir, 'users.txt'));
+  giveTo(path.join(dir, 'users.txt'), user);
   fs.writeFileSync(
     path.join(dir, 'pgbouncer.ini'),
     [
@@ -106,7 +100,7 @@ export async function startPgBouncer(url: string): Promise<Bouncer> {
       'pidfile =',
     ].join('\n'),
   );
-  own(path.join(dir, 'pgbouncer.ini'));
+  giveTo(path.join(dir, 'pgbouncer.ini'), user);
   const child = spawnServer(PGBOUNCER, [path.join(dir, 'pgbouncer.ini')]);
   const bouncerUrl = new URL(url);
   bouncerUrl.port = String(port);
@@ -156,10 +150,10 @@ export async function startPrimary(): Promise<Postgres15> {
   const parent = tempDataDir('pg15');
   const dir = path.join(parent, 'primary');
   fs.mkdirSync(dir, { mode: 0o700 });
-  own(dir);
+  giveTo(dir, user);
   const passwordFile = path.join(parent, 'password');
   fs.writeFileSync(passwordFile, PASSWORD, { mode: 0o600 });
-  own(passwordFile);
+  giveTo(passwordFile, user);
   runAsServerUser(path.join(POSTGRES_15, 'initdb'), [
     `--pgdata=${dir}`,
     '--username=postgres',
@@ -186,7 +180,7 @@ export async function startPrimary(): Promise<Postgres15> {
 /** A streaming replica of `primary`: pg_basebackup -R, then its own server, read-only. */
 export async function startReplica(primary: Postgres15): Promise<Postgres15> {
   const dir = path.join(tempDataDir('pg15-replica'), 'replica');
-  own(path.dirname(dir));
+  giveTo(path.dirname(dir), user);
   runAsServerUser(
     path.join(POSTGRES_15, 'pg_basebackup'),
     ['-h', '127.0.0.1', '-p', String(primary.port), '-U', 'postgres', '-D', dir, '-R', '-X', 'stream', '-c', 'fast'],
