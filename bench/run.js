@@ -9,7 +9,6 @@
  * with the same load over the same database, taking turns, and prints throughput, latency, peak
  * RSS and the ratios between the two. Needs a current dist/ (npm run build does it).
  */
-const { spawn } = require('node:child_process');
 const { createHash, randomBytes } = require('node:crypto');
 const fs = require('node:fs');
 const http = require('node:http');
@@ -19,7 +18,7 @@ const { parseArgs } = require('node:util');
 const autocannon = require('autocannon');
 const { Client } = require('pg');
 const { seedBikes } = require('./seed');
-const { freePort, median, sleep, table } = require('./support');
+const { bikeBody, median, sleep, startServer, table } = require('./support');
 
 const ROOT = path.join(__dirname, '..');
 const { startEmbeddedPostgres } = require(path.join(ROOT, 'dist', 'db', 'embedded-postgres.js'));
@@ -116,20 +115,6 @@ function get(url, headers = {}) {
   });
 }
 
-async function waitUntilAnswering(baseUrl, child) {
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    if (child.exitCode !== null) throw new Error(`process exited with ${child.exitCode} during start-up`);
-    try {
-      await get(`${baseUrl}/bikes/by-handle/-`);
-      return;
-    } catch {
-      if (Date.now() > deadline) throw new Error('process did not answer within 60 s');
-      await sleep(100);
-    }
-  }
-}
-
 function cannon(baseUrl, requests, duration) {
   return autocannon({ url: baseUrl, connections: CONNECTIONS, duration, requests });
 }
@@ -153,23 +138,13 @@ async function pickSamples(url) {
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify(body),
     });
-    const fields = (i) => ({
-      title: `Benchmark Bicycle ${i}`,
-      productType: 'Road',
-      createdAt: '2025-01-01T00:00:00Z',
-      description: 'Written by the benchmark',
-      vendor: 'Bench',
-      availableForSale: true,
-      totalInventory: i,
-      priceRange: { minPrice: { amount: 500, currencyCode: 'USD' }, maxPrice: { amount: 700, currencyCode: 'USD' } },
-    });
     return {
       requests: {
         byId: rows.map((r) => read(`/bikes/${r.id}`)),
         byHandle: rows.map((r) => read(`/bikes/by-handle/${encodeURIComponent(r.handle)}`)),
         search: rows.map((r) => read(`/bikes/search/by-title?query=${encodeURIComponent(r.tag)}`)),
-        create: rows.map((_, i) => write('POST', '/bikes/', fields(i))),
-        replace: rows.map((r, i) => write('PUT', `/bikes/${r.id}`, { ...fields(i), id: r.id, handle: r.handle })),
+        create: rows.map((_, i) => write('POST', '/bikes/', bikeBody(i))),
+        replace: rows.map((r, i) => write('PUT', `/bikes/${r.id}`, { ...bikeBody(i), id: r.id, handle: r.handle })),
         patch: rows.map((r, i) => write('PATCH', `/bikes/${r.id}`, { totalInventory: i })),
       },
       byId: `/bikes/${rows[0].id}`,
@@ -190,36 +165,6 @@ const SCENARIOS = [
   ['patch', 'PATCH /bikes/:id (one field)'],
 ];
 const READS = ['byId', 'byHandle', 'search'];
-
-/** Starts one of the two servers as a child process, its output in a log file, and waits until it answers. */
-async function startServer(name, command, env, workDir) {
-  const port = await freePort();
-  const baseUrl = `http://127.0.0.1:${port}`;
-  const logFd = fs.openSync(path.join(workDir, `${name}.log`), 'a');
-  const child = spawn(process.execPath, command, {
-    cwd: ROOT,
-    env: { ...process.env, ...env, PORT: String(port) },
-    stdio: ['ignore', logFd, logFd],
-  });
-  fs.closeSync(logFd);
-  const exited = new Promise((resolve) => child.once('exit', resolve));
-  try {
-    await waitUntilAnswering(baseUrl, child);
-  } catch (err) {
-    child.kill('SIGKILL');
-    const output = fs.readFileSync(path.join(workDir, `${name}.log`), 'utf8').slice(-2000);
-    throw new Error(`${name}: ${err.message}; its output:\n${output}`, { cause: err });
-  }
-  return {
-    name,
-    baseUrl,
-    pid: child.pid,
-    async stop() {
-      child.kill('SIGTERM');
-      await exited;
-    },
-  };
-}
 
 /**
  * Both servers run side by side over the same database; they take turns, so the load each one

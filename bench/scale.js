@@ -8,7 +8,7 @@
  * total number of client connections: get by id and creates, the configurations in turns.
  * Needs Debian's pgbouncer (as root, it runs as the postgres user).
  */
-const { execFileSync, spawn } = require('node:child_process');
+const { spawn } = require('node:child_process');
 const { randomBytes } = require('node:crypto');
 const fs = require('node:fs');
 const os = require('node:os');
@@ -17,11 +17,12 @@ const { parseArgs } = require('node:util');
 const autocannon = require('autocannon');
 const { Client } = require('pg');
 const { seedBikes } = require('./seed');
-const { freePort, median, sleep, table } = require('./support');
+const { bikeBody, freePort, median, sleep, startServer, table } = require('./support');
 
 const ROOT = path.join(__dirname, '..');
 const { startEmbeddedPostgres } = require(path.join(ROOT, 'dist', 'db', 'embedded-postgres.js'));
 const { migrate } = require(path.join(ROOT, 'dist', 'db', 'migrate.js'));
+const { giveTo, serverUser } = require(path.join(ROOT, 'dist', 'db', 'server-user.js'));
 
 const { values: args } = parseArgs({
   options: {
@@ -33,29 +34,15 @@ const { values: args } = parseArgs({
 });
 const log = (message) => process.stderr.write(`[bench:scale] ${message}\n`);
 
-async function answers(url) {
-  for (let i = 0; i < 200; i++) {
-    try {
-      const res = await fetch(url);
-      if (res.status === 200) return;
-    } catch {
-      // not yet
-    }
-    await sleep(100);
-  }
-  throw new Error(`${url} did not answer`);
-}
-
 /** PgBouncer in transaction mode in front of `url`'s database; as root, as the postgres user. */
 async function startPgBouncer(url, dir) {
   const target = new URL(url);
   const database = target.pathname.slice(1);
   const port = await freePort();
-  const id = (flag) => Number(execFileSync('id', [flag, 'postgres']));
-  const user = process.getuid() === 0 ? { uid: id('-u'), gid: id('-g') } : undefined;
+  const user = serverUser();
   const file = (name, text) => {
     fs.writeFileSync(path.join(dir, name), text, { mode: 0o600 });
-    if (user) fs.chownSync(path.join(dir, name), user.uid, user.gid);
+    giveTo(path.join(dir, name), user);
     return path.join(dir, name);
   };
   const users = file(
@@ -74,17 +61,6 @@ async function startPgBouncer(url, dir) {
   bouncer.port = String(port);
   await sleep(500);
   return { url: bouncer.toString(), stop: () => child.kill('SIGTERM') };
-}
-
-async function startService(env) {
-  const port = await freePort();
-  const child = spawn(process.execPath, [path.join(ROOT, 'dist', 'server.js')], {
-    env: { ...process.env, ...env, PORT: String(port), LOG_LEVEL: 'info' },
-    stdio: 'ignore',
-  });
-  const baseUrl = `http://127.0.0.1:${port}`;
-  await answers(`${baseUrl}/readyz`);
-  return { baseUrl, stop: () => child.kill('SIGTERM') };
 }
 
 /** Requests per second of `requests`, the connections shared out over the instances, all at once. */
@@ -115,10 +91,11 @@ async function main() {
     const bouncer = await startPgBouncer(pg.url, workDir);
     stops.push(bouncer.stop);
     const secret = randomBytes(32).toString('base64url');
-    const direct = await startService({ DATABASE_URL: pg.url, JWT_SECRET: secret });
+    const service = (name, env) => startServer(name, ['dist/server.js'], { ...env, JWT_SECRET: secret }, workDir);
+    const direct = await service('direct', { DATABASE_URL: pg.url });
     const pooled = [];
     for (let i = 0; i < 2; i++) {
-      pooled.push(await startService({ DATABASE_URL: bouncer.url, DATABASE_DIRECT_URL: pg.url, JWT_SECRET: secret }));
+      pooled.push(await service(`pooled-${i + 1}`, { DATABASE_URL: bouncer.url, DATABASE_DIRECT_URL: pg.url }));
     }
     stops.push(direct.stop, ...pooled.map((p) => p.stop));
     const { token } = await (await fetch(`${direct.baseUrl}/api/user`, { method: 'POST' })).json();
@@ -128,16 +105,7 @@ async function main() {
       method: 'POST',
       path: '/bikes/',
       headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
-      body: JSON.stringify({
-        title: `Scale Bicycle ${i}`,
-        productType: 'Road',
-        createdAt: 'now',
-        description: 'Written by bench:scale',
-        vendor: 'Bench',
-        availableForSale: true,
-        totalInventory: i,
-        priceRange: { minPrice: { amount: 1, currencyCode: 'USD' }, maxPrice: { amount: 2, currencyCode: 'USD' } },
-      }),
+      body: JSON.stringify(bikeBody(i)),
     }));
     const setups = [
       ['one instance, straight to PostgreSQL', [direct]],
@@ -167,7 +135,7 @@ async function main() {
         table(rowsOut),
     );
   } finally {
-    for (const stop of stops) stop();
+    for (const stop of stops.reverse()) await stop();
     await sleep(1000);
     await pg.stop();
     fs.rmSync(workDir, { recursive: true, force: true });

@@ -1,7 +1,12 @@
 'use strict';
 
 /** What bench/run.js and bench/scale.js both need. */
+const { spawn } = require('node:child_process');
+const fs = require('node:fs');
 const net = require('node:net');
+const path = require('node:path');
+
+const ROOT = path.join(__dirname, '..');
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -24,4 +29,63 @@ function table(rows) {
   return rows.map((r) => '| ' + r.map((c, i) => String(c).padEnd(widths[i])).join(' | ') + ' |').join('\n');
 }
 
-module.exports = { freePort, median, sleep, table };
+/** A valid bike body for the write loads, different for each `i`. */
+function bikeBody(i) {
+  return {
+    title: `Benchmark Bicycle ${i}`,
+    productType: 'Road',
+    createdAt: '2025-01-01T00:00:00Z',
+    description: 'Written by the benchmark',
+    vendor: 'Bench',
+    availableForSale: true,
+    totalInventory: i,
+    priceRange: { minPrice: { amount: 500, currencyCode: 'USD' }, maxPrice: { amount: 700, currencyCode: 'USD' } },
+  };
+}
+
+/** Until the server answers HTTP at all (the service listens once its database is ready). */
+async function waitUntilAnswering(baseUrl, child) {
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`process exited with ${child.exitCode} during start-up`);
+    try {
+      await (await fetch(`${baseUrl}/bikes/by-handle/-`)).arrayBuffer();
+      return;
+    } catch {
+      if (Date.now() > deadline) throw new Error('process did not answer within 60 s');
+      await sleep(100);
+    }
+  }
+}
+
+/** Starts a server (node `command`) as a child process, its output in a log file, and waits until it answers. */
+async function startServer(name, command, env, workDir) {
+  const port = await freePort();
+  const baseUrl = `http://127.0.0.1:${port}`;
+  const logFd = fs.openSync(path.join(workDir, `${name}.log`), 'a');
+  const child = spawn(process.execPath, command, {
+    cwd: ROOT,
+    env: { ...process.env, ...env, PORT: String(port) },
+    stdio: ['ignore', logFd, logFd],
+  });
+  fs.closeSync(logFd);
+  const exited = new Promise((resolve) => child.once('exit', resolve));
+  try {
+    await waitUntilAnswering(baseUrl, child);
+  } catch (err) {
+    child.kill('SIGKILL');
+    const output = fs.readFileSync(path.join(workDir, `${name}.log`), 'utf8').slice(-2000);
+    throw new Error(`${name}: ${err.message}; its output:\n${output}`, { cause: err });
+  }
+  return {
+    name,
+    baseUrl,
+    pid: child.pid,
+    async stop() {
+      child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
+
+module.exports = { bikeBody, freePort, median, sleep, startServer, table };
