@@ -4,6 +4,7 @@ import type { Bike } from '../src/bikes/bike';
 import { LIST_BATCH_SIZE } from '../src/bikes/repository';
 import { client } from './support/bikes';
 import { startTestService, type TestService } from './support/service';
+import { waitFor } from './support/wait';
 
 /**
  * /bikes/all and the search stream their JSON array in batches (LIST_BATCH_SIZE rows). These tests
@@ -85,16 +86,8 @@ async function insertBikes(databaseUrl: string, bikes: Bike[]): Promise<void> {
   }
 }
 
-/** Polls until `probe` returns a value, or fails after 15 s. */
-async function eventually<T>(what: string, probe: () => Promise<T | undefined>): Promise<T> {
-  const deadline = Date.now() + 15_000;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
+/** Polls every 20 ms for up to 15 s. */
+const eventually = <T>(what: string, probe: () => Promise<T | undefined>) => waitFor(what, probe, 15_000, 20);
 
 /**
  * Holds the bikes table so that the service's queries on it queue behind a lock, which lets a

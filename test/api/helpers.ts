@@ -2,7 +2,7 @@ import http from 'node:http';
 import { randomBytes, randomUUID } from 'node:crypto';
 import jwt from 'jsonwebtoken';
 import type { Bike, BikeFields } from '../../src/bikes/bike';
-import { BIKE_KEYS as SUPPORT_BIKE_KEYS, CLIENT_FIELDS, newBike } from '../support/bikes';
+import { BIKE_KEYS as SUPPORT_BIKE_KEYS, CLIENT_FIELDS, issueToken, newBike } from '../support/bikes';
 import { createTestDatabase } from '../support/databases';
 import { spawnService } from '../support/process';
 import { startTestService } from '../support/service';
@@ -102,16 +102,6 @@ async function startTarget(): Promise<Target> {
       await proc.exited;
     },
   };
-}
-
-async function issueToken(baseUrl: string): Promise<string> {
-  const res = await fetch(`${baseUrl}/api/user`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ username: 'tester' }),
-  });
-  if (res.status !== 200) throw new Error(`token endpoint answered ${res.status}`);
-  return ((await res.json()) as { token: string }).token;
 }
 
 /**

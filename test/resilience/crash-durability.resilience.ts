@@ -5,7 +5,8 @@ import type { Bike } from '../../src/bikes/bike';
 import { createTestDatabase } from '../support/databases';
 import { type ServiceProcess, spawnService } from '../support/process';
 import { createLoad } from './support/load';
-import { isAlive, postgresLog, postgresPidsFor, waitFor } from './support/postgres';
+import { isAlive, postgresLog, postgresPidsFor } from './support/postgres';
+import { waitFor } from '../support/wait';
 import { tempDataDir } from '../support/temp-dir';
 
 /**

@@ -7,7 +7,8 @@ import { migrate } from '../../src/db/migrate';
 import { client, newBike } from '../support/bikes';
 import { freePort, spawnService } from '../support/process';
 import { startTestService, type TestService } from '../support/service';
-import { isAlive, postgresLog, postgresPidsFor, seedBikes, waitFor } from './support/postgres';
+import { isAlive, postgresLog, postgresPidsFor, seedBikes } from './support/postgres';
+import { waitFor } from '../support/wait';
 import { tempDataDir } from '../support/temp-dir';
 
 /**

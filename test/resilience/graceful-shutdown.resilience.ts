@@ -5,7 +5,8 @@ import net from 'node:net';
 import path from 'node:path';
 import type { Bike } from '../../src/bikes/bike';
 import { freePort, type ServiceProcess, spawnService } from '../support/process';
-import { countBikes, isAlive, postgresLog, postgresPidsFor, seedBikes, waitFor } from './support/postgres';
+import { countBikes, isAlive, postgresLog, postgresPidsFor, seedBikes } from './support/postgres';
+import { waitFor } from '../support/wait';
 import { tempDataDir } from '../support/temp-dir';
 
 /**

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Bike } from '../../src/bikes/bike';
-import { client, newBike } from '../support/bikes';
+import { client, issueToken, newBike } from '../support/bikes';
 import { createTestDatabase } from '../support/databases';
 import { spawnService, type ServiceProcess } from '../support/process';
 
@@ -15,9 +15,7 @@ describe('two service processes on one database', () => {
   beforeAll(async () => {
     const env = { DATABASE_URL: await createTestDatabase(), JWT_SECRET: randomBytes(32).toString('base64url') };
     instances = await Promise.all([spawnService(env), spawnService(env)]);
-    const { token } = (await (await fetch(`${instances[0].baseUrl}/api/user`, { method: 'POST' })).json()) as {
-      token: string;
-    };
+    const token = await issueToken(instances[0].baseUrl);
     // A token from one instance is good on the other: they share the secret.
     apis = instances.map((instance) => client(instance.baseUrl, token));
   }, 60_000);

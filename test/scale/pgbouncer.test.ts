@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Client } from 'pg';
 import type { Bike } from '../../src/bikes/bike';
-import { client, newBike } from '../support/bikes';
+import { client, issueToken, newBike } from '../support/bikes';
 import { createEmptyTestDatabase } from '../support/databases';
 import { spawnService, type ServiceProcess } from '../support/process';
 import { type Bouncer, missing, PGBOUNCER, startPgBouncer } from '../support/servers';
@@ -29,8 +29,7 @@ if (why) console.log(`pgbouncer.test.ts skipped: ${why}`);
       DATABASE_DIRECT_URL: direct,
       JWT_SECRET: randomBytes(32).toString('base64url'),
     });
-    const { token } = (await (await fetch(`${svc.baseUrl}/api/user`, { method: 'POST' })).json()) as { token: string };
-    api = client(svc.baseUrl, token);
+    api = client(svc.baseUrl, await issueToken(svc.baseUrl));
   }, 60_000);
   afterAll(async () => {
     svc?.child.kill('SIGTERM');

@@ -6,9 +6,10 @@ import type { Bike } from '../../src/bikes/bike';
 import { readConfig } from '../../src/config';
 import { MAX_REPLICA_LAG_MS } from '../../src/db/replica';
 import { type Service, startService } from '../../src/server';
-import { client, newBike } from '../support/bikes';
+import { client, issueToken, newBike } from '../support/bikes';
 import { readMetrics, valueOf } from '../support/metrics';
 import { missing, type Postgres15, POSTGRES_15, startPrimary, startReplica } from '../support/servers';
+import { waitFor } from '../support/wait';
 
 const why = missing(
   path.join(POSTGRES_15, 'postgres'),
@@ -18,16 +19,8 @@ const why = missing(
 if (why) console.log(`replica.test.ts skipped: ${why}`);
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-async function eventually<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 15_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
-    await sleep(20);
-  }
-}
+/** Polls every 20 ms for up to 15 s. */
+const eventually = <T>(what: string, probe: () => Promise<T | undefined>) => waitFor(what, probe, 15_000, 20);
 
 /**
  * DATABASE_REPLICA_URL: the read routes read a real streaming replica (Debian's PostgreSQL 15,
@@ -57,8 +50,7 @@ async function eventually<T>(what: string, probe: () => Promise<T | undefined>, 
     });
     service = await startService(config, pino({ level: 'silent' }));
     baseUrl = `http://127.0.0.1:${service.port}`;
-    const { token } = (await (await fetch(`${baseUrl}/api/user`, { method: 'POST' })).json()) as { token: string };
-    api = client(baseUrl, token);
+    api = client(baseUrl, await issueToken(baseUrl));
   }, 120_000);
   afterAll(async () => {
     await service?.stop();
@@ -123,13 +115,14 @@ async function eventually<T>(what: string, probe: () => Promise<T | undefined>, 
       await standby.query('SELECT pg_wal_replay_pause()');
       await api.request('PATCH', `/bikes/${bike.id}`, { body: { vendor: 'After' } });
       // Once the replica is further behind than the bound, reads show the write (from the primary).
-      const seen = await eventually(
+      const seen = await waitFor(
         'reads to see the write',
         async () => {
           const res = await api.request('GET', `/bikes/${bike.id}`);
           return ((await res.json()) as Bike).vendor === 'After' ? true : undefined;
         },
         MAX_REPLICA_LAG_MS + 5_000,
+        20,
       );
       expect(seen).toBe(true);
       const onReplica = await reads('replica');

@@ -66,3 +66,14 @@ export function client(baseUrl: string, defaultToken?: string): Client {
     },
   };
 }
+
+/** A fresh token from POST /api/user. */
+export async function issueToken(baseUrl: string, username = 'tester'): Promise<string> {
+  const res = await fetch(`${baseUrl}/api/user`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ username }),
+  });
+  if (res.status !== 200) throw new Error(`token endpoint answered ${res.status}`);
+  return ((await res.json()) as { token: string }).token;
+}

@@ -6,6 +6,7 @@ import { Client } from 'pg';
 import { giveTo, serverUser } from '../../src/db/server-user';
 import { freePort } from './process';
 import { tempDataDir } from './temp-dir';
+import { waitFor } from './wait';
 
 /**
  * Real servers from Debian's packages for the scaling tests: PgBouncer, and a PostgreSQL 15
@@ -37,21 +38,16 @@ function runAsServerUser(command: string, args: string[], env: Record<string, st
   execFileSync(command, args, { ...user, env: { PATH: process.env.PATH, LC_ALL: 'C', ...env }, stdio: 'pipe' });
 }
 
-async function waitUntil(what: string, probe: () => Promise<boolean>, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await probe().catch(() => false))) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
-
-async function answers(url: string): Promise<boolean> {
+/** True once a server answers a query at `url`; undefined while it does not (for waitFor). */
+async function answers(url: string): Promise<true | undefined> {
   const client = new Client({ connectionString: url, connectionTimeoutMillis: 1000 });
   client.on('error', () => undefined);
   try {
     await client.connect();
     await client.query('SELECT 1');
     return true;
+  } catch {
+    return undefined;
   } finally {
     await client.end().catch(() => undefined);
   }
@@ -104,7 +100,7 @@ export async function startPgBouncer(url: string): Promise<Bouncer> {
   const child = spawnServer(PGBOUNCER, [path.join(dir, 'pgbouncer.ini')]);
   const bouncerUrl = new URL(url);
   bouncerUrl.port = String(port);
-  await waitUntil('PgBouncer', () => answers(bouncerUrl.toString()));
+  await waitFor('PgBouncer', () => answers(bouncerUrl.toString()), 30_000);
   return {
     url: bouncerUrl.toString(),
     async stop() {
@@ -133,7 +129,7 @@ function postgres15(dir: string, port: number, readOnly: boolean): Postgres15 {
     url,
     async start() {
       child = spawnServer(path.join(POSTGRES_15, 'postgres'), ['-D', dir, '-p', String(port)]);
-      await waitUntil(readOnly ? 'the replica' : 'the primary', () => answers(url('postgres')));
+      await waitFor(readOnly ? 'the replica' : 'the primary', () => answers(url('postgres')), 30_000);
     },
     async stop(how = 'fast') {
       if (child) await stopped(child, how === 'kill' ? 'SIGKILL' : 'SIGINT');

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import pino from 'pino';
 import { readConfig } from '../../src/config';
 import { startService, type Service } from '../../src/server';
+import { issueToken } from './bikes';
 import { createTestDatabase } from './databases';
 
 export interface TestService {
@@ -31,15 +32,7 @@ export async function startTestService(
     databaseUrl,
     jwtSecret,
     service,
-    async token(username = 'tester') {
-      const res = await fetch(`${baseUrl}/api/user`, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ username }),
-      });
-      if (res.status !== 200) throw new Error(`token endpoint answered ${res.status}`);
-      return ((await res.json()) as { token: string }).token;
-    },
+    token: (username) => issueToken(baseUrl, username),
     stop: () => service.stop(),
   };
 }
