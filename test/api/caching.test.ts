@@ -1,9 +1,9 @@
-import http from 'node:http';
 import zlib from 'node:zlib';
 import { Client } from 'pg';
 import type { Bike } from '../../src/bikes/bike';
 import { newBike } from '../support/bikes';
 import { startTestService, type TestService } from '../support/service';
+import { type RawReply, rawRequest } from './helpers';
 
 /**
  * Conditional GET and compression on the read routes: an ETag on every 200, 304 only while the
@@ -11,30 +11,10 @@ import { startTestService, type TestService } from '../support/service';
  * gzip or br that decompress to exactly the plain bytes.
  */
 
-interface Reply {
-  status: number;
-  headers: http.IncomingHttpHeaders;
-  body: Buffer;
-}
-
-function send(baseUrl: string, method: string, path: string, headers: Record<string, string> = {}, body?: string) {
-  return new Promise<Reply>((resolve, reject) => {
-    const url = new URL(path, baseUrl);
-    const req = http.request(url, { method, headers, agent: false }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
-      res.on('error', reject);
-    });
-    req.on('error', reject);
-    req.end(body);
-  });
-}
-
 const get = (svc: TestService, path: string, headers: Record<string, string> = {}) =>
-  send(svc.baseUrl, 'GET', path, headers);
+  rawRequest(svc.baseUrl, 'GET', path, headers);
 
-function decode(reply: Reply): string {
+function decode(reply: RawReply): string {
   const encoding = reply.headers['content-encoding'];
   if (encoding === 'gzip') return zlib.gunzipSync(reply.body).toString('utf8');
   if (encoding === 'br') return zlib.brotliDecompressSync(reply.body).toString('utf8');
@@ -51,7 +31,13 @@ describe('the read routes, for clients that poll', () => {
   async function write(svc: TestService, method: string, path: string, body?: unknown): Promise<Bike> {
     const headers: Record<string, string> = { authorization: `Bearer ${token}` };
     if (body !== undefined) headers['content-type'] = 'application/json';
-    const res = await send(svc.baseUrl, method, path, headers, body === undefined ? undefined : JSON.stringify(body));
+    const res = await rawRequest(
+      svc.baseUrl,
+      method,
+      path,
+      headers,
+      body === undefined ? undefined : JSON.stringify(body),
+    );
     expect(res.status).toBe(200);
     return JSON.parse(res.body.toString('utf8')) as Bike;
   }
@@ -87,7 +73,9 @@ describe('the read routes, for clients that poll', () => {
         expect(plain.headers['cache-control']).toBe('no-cache');
 
         for (const method of ['GET', 'HEAD']) {
-          const again = await send(first.baseUrl, method, path, { 'if-none-match': plain.headers.etag as string });
+          const again = await rawRequest(first.baseUrl, method, path, {
+            'if-none-match': plain.headers.etag as string,
+          });
           expect({ method, status: again.status }).toEqual({ method, status: 304 });
           expect(again.body.length).toBe(0);
           expect(again.headers.etag).toBe(plain.headers.etag);
@@ -112,7 +100,7 @@ describe('the read routes, for clients that poll', () => {
     it('HEAD and GET agree: status and every header but the length', async () => {
       for (const path of routes(bikes[1])) {
         const viaGet = await get(first, path, { 'accept-encoding': 'gzip' });
-        const viaHead = await send(first.baseUrl, 'HEAD', path, { 'accept-encoding': 'gzip' });
+        const viaHead = await rawRequest(first.baseUrl, 'HEAD', path, { 'accept-encoding': 'gzip' });
         expect({ path, status: viaHead.status }).toEqual({ path, status: viaGet.status });
         for (const header of ['etag', 'cache-control', 'content-type', 'vary']) {
           expect({ path, header, value: viaHead.headers[header] }).toEqual({
@@ -165,7 +153,7 @@ describe('the read routes, for clients that poll', () => {
       const { list, search, byId } = showing(bike);
       const before = { list: await get(first, list), search: await get(first, search), byId: await get(first, byId) };
       await write(first, 'POST', '/bikes/', { ...newBike(), title: bike.title });
-      const tag = (reply: Reply) => ({ 'if-none-match': reply.headers.etag as string });
+      const tag = (reply: RawReply) => ({ 'if-none-match': reply.headers.etag as string });
       expect((await get(first, list, tag(before.list))).status).toBe(200);
       expect((await get(first, search, tag(before.search))).status).toBe(200);
       expect((await get(first, byId, tag(before.byId))).status).toBe(304);

@@ -319,6 +319,8 @@ export const EXACT_NUMBERS = [
 export interface RawReply {
   status: number;
   headers: http.IncomingHttpHeaders;
+  /** The bytes as sent (compressed, if the server compressed them). */
+  body: Buffer;
   text: string;
 }
 
@@ -338,10 +340,12 @@ export function rawRequest(
     const req = http.request(
       { host: url.hostname, port: url.port, method, path, headers: { connection: 'close', ...headers }, agent: false },
       (res) => {
-        let text = '';
-        res.setEncoding('utf8');
-        res.on('data', (chunk: string) => (text += chunk));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, text }));
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('end', () => {
+          const body = Buffer.concat(chunks);
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, body, text: body.toString('utf8') });
+        });
         res.on('error', reject);
       },
     );
