@@ -1,4 +1,4 @@
-import Ajv2020 from 'ajv/dist/2020';
+import Ajv2020, { type ValidateFunction } from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
 
 type Schema = Record<string, unknown>;
@@ -7,6 +7,8 @@ const ajv = new Ajv2020({ strict: false, allErrors: true });
 addFormats(ajv);
 const documents = new WeakMap<object, string>();
 let added = 0;
+/** Each schema compiled once: the fuzz tests check thousands of values against a few schemas. */
+const compiled = new Map<string, ValidateFunction>();
 
 /**
  * The ways `value` breaks `schema` (a schema of the OpenAPI `document`, whose `#/` references
@@ -19,8 +21,9 @@ export function schemaErrors(document: object, schema: Schema, value: unknown): 
     ajv.addSchema(document, id);
     documents.set(document, id);
   }
-  const anchored = JSON.parse(JSON.stringify(schema).replaceAll('"$ref":"#/', `"$ref":"${id}#/`)) as Schema;
-  const validate = ajv.compile(anchored);
+  const anchored = JSON.stringify(schema).replaceAll('"$ref":"#/', `"$ref":"${id}#/`);
+  let validate = compiled.get(anchored);
+  if (!validate) compiled.set(anchored, (validate = ajv.compile(JSON.parse(anchored) as Schema)));
   if (validate(value)) return [];
   return (validate.errors ?? []).map((error) => `$${error.instancePath}: ${error.message}`);
 }
