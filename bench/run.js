@@ -18,7 +18,7 @@ const { parseArgs } = require('node:util');
 const autocannon = require('autocannon');
 const { Client } = require('pg');
 const { seedBikes } = require('./seed');
-const { bikeBody, median, sleep, startServer, table } = require('./support');
+const { bikeBody, median, sleep, startServer, table, tempWorkDir } = require('./support');
 
 const ROOT = path.join(__dirname, '..');
 const { startEmbeddedPostgres } = require(path.join(ROOT, 'dist', 'db', 'embedded-postgres.js'));
@@ -422,7 +422,7 @@ async function explain(url) {
 }
 
 async function main() {
-  const workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bike-bench-'));
+  const workDir = tempWorkDir('bike-bench');
   log(`starting PostgreSQL in ${workDir}`);
   const pg = await startEmbeddedPostgres({ dataDir: workDir, ephemeral: true });
   let stopping = false;

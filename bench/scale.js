@@ -17,7 +17,7 @@ const { parseArgs } = require('node:util');
 const autocannon = require('autocannon');
 const { Client } = require('pg');
 const { seedBikes } = require('./seed');
-const { bikeBody, freePort, median, sleep, startServer, table } = require('./support');
+const { bikeBody, freePort, median, sleep, startServer, table, tempWorkDir } = require('./support');
 
 const ROOT = path.join(__dirname, '..');
 const { startEmbeddedPostgres } = require(path.join(ROOT, 'dist', 'db', 'embedded-postgres.js'));
@@ -77,8 +77,7 @@ async function load(instances, requests, duration) {
 
 async function main() {
   if (!fs.existsSync('/usr/sbin/pgbouncer')) throw new Error('pgbouncer is not installed (apt-get install pgbouncer)');
-  const workDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bike-scale-'));
-  fs.chmodSync(workDir, 0o711);
+  const workDir = tempWorkDir('bike-scale');
   const pg = await startEmbeddedPostgres({ dataDir: workDir, ephemeral: true });
   const stops = [];
   try {

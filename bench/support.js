@@ -4,6 +4,7 @@
 const { spawn } = require('node:child_process');
 const fs = require('node:fs');
 const net = require('node:net');
+const os = require('node:os');
 const path = require('node:path');
 
 const ROOT = path.join(__dirname, '..');
@@ -27,6 +28,17 @@ function freePort() {
 function table(rows) {
   const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => String(r[i]).length)));
   return rows.map((r) => '| ' + r.map((c, i) => String(c).padEnd(widths[i])).join(' | ') + ' |').join('\n');
+}
+
+/**
+ * A fresh working directory for an embedded PostgreSQL and the servers' logs. Others may traverse
+ * it: as root PostgreSQL runs as the postgres user, and in a directory it cannot reach its cluster
+ * would be kept in /var/lib/bike-catalog, outliving the directory.
+ */
+function tempWorkDir(prefix) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), `${prefix}-`));
+  fs.chmodSync(dir, 0o711);
+  return dir;
 }
 
 /** A valid bike body for the write loads, different for each `i`. */
@@ -88,4 +100,4 @@ async function startServer(name, command, env, workDir) {
   };
 }
 
-module.exports = { bikeBody, freePort, median, sleep, startServer, table };
+module.exports = { bikeBody, freePort, median, sleep, startServer, table, tempWorkDir };
