@@ -6,6 +6,6 @@ if [ ! -s "$PGDATA/PG_VERSION" ]; then
   mkdir -p "$PGDATA"
   chown postgres:postgres "$PGDATA"
   chmod 700 "$PGDATA"
-  su-exec postgres pg_basebackup -h db -U bikes -D "$PGDATA" -R -X stream -c fast
+  su-exec postgres pg_basebackup -h db -U postgres -D "$PGDATA" -R -X stream -c fast
 fi
 exec su-exec postgres postgres -D "$PGDATA"

@@ -36,12 +36,39 @@ describe('docker-compose.yml', () => {
   (hasDockerCompose ? it.each : it.skip.each)(['docker-compose.yml', 'docker-compose.scale.yml'])(
     '%s is a valid compose file for a real compose implementation',
     (file) => {
-      const result = spawnSync('docker-compose', ['-f', path.join(ROOT, file), 'config', '--quiet'], {
-        env: { ...process.env, JWT_SECRET: 'only-to-validate-the-file' },
-        encoding: 'utf8',
-      });
+      const config = (env: Record<string, string>) =>
+        spawnSync('docker-compose', ['-f', path.join(ROOT, file), 'config', '--quiet'], {
+          env: { PATH: process.env.PATH, ...env },
+          encoding: 'utf8',
+        });
+      const secrets = {
+        POSTGRES_PASSWORD: 'a'.repeat(64),
+        APP_DB_PASSWORD: 'b'.repeat(64),
+        JWT_SECRET: 'c'.repeat(64),
+      };
+      const result = config(secrets);
       expect(result.stderr).toBe('');
       expect(result.status).toBe(0);
+      // No secret has a default: without any one of them, the stack refuses to start.
+      for (const name of Object.keys(secrets)) {
+        const { [name as keyof typeof secrets]: _left, ...others } = secrets;
+        const without = config(others);
+        expect(without.status).not.toBe(0);
+        expect(without.stderr).toContain(`set ${name}`);
+      }
+    },
+  );
+
+  it.each([COMPOSE_FILE, SCALED_FILE])(
+    '%s publishes no database port, and the service queries as its own role, not the superuser',
+    (file) => {
+      const stack = parse(fs.readFileSync(file, 'utf8')) as {
+        services: Record<string, { ports?: string[]; environment?: Record<string, string> }>;
+      };
+      for (const name of ['db', 'replica', 'pgbouncer']) expect(stack.services[name]?.ports).toBeUndefined();
+      const api = stack.services.api.environment!;
+      expect(api.DATABASE_URL).toMatch(/^postgresql:\/\/bike_catalog:/);
+      expect(api.DATABASE_DIRECT_URL).toMatch(/^postgresql:\/\/postgres:/);
     },
   );
 
