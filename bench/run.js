@@ -21,7 +21,7 @@ const { seedBikes } = require('./seed');
 const { bikeBody, median, sleep, startServer, table, tempWorkDir } = require('./support');
 
 const ROOT = path.join(__dirname, '..');
-const { startEmbeddedPostgres } = require(path.join(ROOT, 'dist', 'db', 'embedded-postgres.js'));
+const { startEmbeddedPostgres } = require(path.join(ROOT, 'dist', 'postgres', 'embedded-postgres.js'));
 const { migrate } = require(path.join(ROOT, 'dist', 'db', 'migrate.js'));
 const { statements, LIST_BATCH_SIZE } = require(path.join(ROOT, 'dist', 'bikes', 'repository.js'));
 
@@ -434,16 +434,16 @@ async function main() {
   };
   process.once('SIGINT', () => cleanUp().then(() => process.exit(130)));
   try {
-    await migrate(pg.url);
+    await migrate(pg.adminUrl);
     log(`seeding ${COUNT} bikes`);
-    const client = new Client({ connectionString: pg.url });
+    const client = new Client({ connectionString: pg.adminUrl });
     await client.connect();
     await seedBikes(client, COUNT).finally(() => client.end());
     if (args.explain) {
-      await explain(pg.url);
+      await explain(pg.adminUrl);
       return;
     }
-    const samples = await pickSamples(pg.url);
+    const samples = await pickSamples(pg.adminUrl);
 
     const profileDir = path.join(os.tmpdir(), 'bike-bench-profiles');
     const servers = [];
@@ -452,12 +452,12 @@ async function main() {
         await startServer(
           'service',
           [...(args['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []), 'dist/server.js'],
-          { DATABASE_URL: pg.url, JWT_SECRET: randomBytes(32).toString('base64url'), LOG_LEVEL: 'info' },
+          { DATABASE_URL: pg.adminUrl, JWT_SECRET: randomBytes(32).toString('base64url'), LOG_LEVEL: 'info' },
           workDir,
         ),
       );
       servers.push(
-        await startServer('baseline', [path.join(__dirname, 'baseline.js')], { DATABASE_URL: pg.url }, workDir),
+        await startServer('baseline', [path.join(__dirname, 'baseline.js')], { DATABASE_URL: pg.adminUrl }, workDir),
       );
       const issued = await fetch(`${servers[0].baseUrl}/api/user`, { method: 'POST' });
       const { token } = await issued.json();

@@ -20,9 +20,9 @@ const { seedBikes } = require('./seed');
 const { bikeBody, freePort, median, sleep, startServer, table, tempWorkDir } = require('./support');
 
 const ROOT = path.join(__dirname, '..');
-const { startEmbeddedPostgres } = require(path.join(ROOT, 'dist', 'db', 'embedded-postgres.js'));
+const { startEmbeddedPostgres } = require(path.join(ROOT, 'dist', 'postgres', 'embedded-postgres.js'));
 const { migrate } = require(path.join(ROOT, 'dist', 'db', 'migrate.js'));
-const { giveTo, serverUser } = require(path.join(ROOT, 'dist', 'db', 'server-user.js'));
+const { serverUser } = require(path.join(ROOT, 'dist', 'postgres', 'server-user.js'));
 
 const { values: args } = parseArgs({
   options: {
@@ -42,7 +42,7 @@ async function startPgBouncer(url, dir) {
   const user = serverUser();
   const file = (name, text) => {
     fs.writeFileSync(path.join(dir, name), text, { mode: 0o600 });
-    giveTo(path.join(dir, name), user);
+    if (user) fs.chownSync(path.join(dir, name), user.uid, user.gid);
     return path.join(dir, name);
   };
   const users = file(
@@ -81,20 +81,20 @@ async function main() {
   const pg = await startEmbeddedPostgres({ dataDir: workDir, ephemeral: true });
   const stops = [];
   try {
-    await migrate(pg.url);
-    const client = new Client({ connectionString: pg.url });
+    await migrate(pg.adminUrl);
+    const client = new Client({ connectionString: pg.adminUrl });
     await client.connect();
     await seedBikes(client, Number(args.count));
     const { rows } = await client.query('SELECT id FROM bikes ORDER BY md5(id::text) LIMIT 200');
     await client.end();
-    const bouncer = await startPgBouncer(pg.url, workDir);
+    const bouncer = await startPgBouncer(pg.adminUrl, workDir);
     stops.push(bouncer.stop);
     const secret = randomBytes(32).toString('base64url');
     const service = (name, env) => startServer(name, ['dist/server.js'], { ...env, JWT_SECRET: secret }, workDir);
-    const direct = await service('direct', { DATABASE_URL: pg.url });
+    const direct = await service('direct', { DATABASE_URL: pg.adminUrl });
     const pooled = [];
     for (let i = 0; i < 2; i++) {
-      pooled.push(await service(`pooled-${i + 1}`, { DATABASE_URL: bouncer.url, DATABASE_DIRECT_URL: pg.url }));
+      pooled.push(await service(`pooled-${i + 1}`, { DATABASE_URL: bouncer.url, DATABASE_DIRECT_URL: pg.adminUrl }));
     }
     stops.push(direct.stop, ...pooled.map((p) => p.stop));
     const { token } = await (await fetch(`${direct.baseUrl}/api/user`, { method: 'POST' })).json();

@@ -1,4 +1,5 @@
 import path from 'node:path';
+import { MIN_SECRET_BYTES } from './auth/secret';
 
 /** Everything the service reads from its environment, validated once at start-up. */
 export interface Config {
@@ -28,7 +29,11 @@ function nonEmpty(value: string | undefined): string | undefined {
   return value === undefined || value.trim() === '' ? undefined : value;
 }
 
-export function readConfig(env: NodeJS.ProcessEnv = process.env): Config {
+/**
+ * `signsTokens: false` is for the command-line tools (migrate, seed, psql), which use the
+ * database settings only.
+ */
+export function readConfig(env: NodeJS.ProcessEnv = process.env, { signsTokens = true } = {}): Config {
   const portText = nonEmpty(env.PORT) ?? '3000';
   const port = Number(portText);
   if (!/^\d+$/.test(portText) || port > 65535) {
@@ -47,7 +52,13 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError('DATABASE_DIRECT_URL and DATABASE_REPLICA_URL go with DATABASE_URL, which is not set');
   }
   const jwtSecret = nonEmpty(env.JWT_SECRET);
-  if (databaseUrl !== undefined && jwtSecret === undefined) {
+  if (signsTokens && jwtSecret !== undefined && Buffer.byteLength(jwtSecret) < MIN_SECRET_BYTES) {
+    throw new ConfigError(
+      `JWT_SECRET must be at least ${MIN_SECRET_BYTES} bytes long, got ${Buffer.byteLength(jwtSecret)}; ` +
+        'make one with: openssl rand -base64 32',
+    );
+  }
+  if (signsTokens && databaseUrl !== undefined && jwtSecret === undefined) {
     throw new ConfigError(
       'JWT_SECRET is not set. With an external database (DATABASE_URL) the service needs a ' +
         'signing secret from you, so that every instance signs and verifies with the same one. ' +

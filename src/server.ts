@@ -5,14 +5,14 @@ import { loadOrCreateSecret } from './auth/secret';
 import { createTokens } from './auth/tokens';
 import { createBikeRepository } from './bikes/repository';
 import { type Config, ConfigError, readConfig } from './config';
-import { openDatabaseServer } from './db/database';
 import { isDatabaseUnavailable } from './db/errors';
-import { migrate } from './db/migrate';
+import { prepareDatabase } from './db/migrate';
 import { connectPool } from './db/pool';
 import { databaseReadiness } from './db/readiness';
 import { replicaReads } from './db/replica';
 import { listen } from './http/listener';
 import { createLogger, type Logger } from './logger';
+import { type DatabaseServer, openDatabaseServer } from './postgres/database-server';
 import { watchPool } from './metrics';
 import { withinTime } from './timeout';
 
@@ -29,11 +29,11 @@ export interface Service {
   stop(): Promise<void>;
 }
 
-async function migrateWhenReachable(url: string, logger: Logger): Promise<void> {
+async function migrateWhenReachable(server: DatabaseServer, logger: Logger): Promise<void> {
   const deadline = Date.now() + DATABASE_WAIT_MS;
   for (;;) {
     try {
-      await migrate(url, (message) => logger.info(message));
+      await prepareDatabase(server, (message) => logger.info(message));
       return;
     } catch (err) {
       if (!isDatabaseUnavailable(err) || Date.now() > deadline) throw err;
@@ -64,7 +64,7 @@ export async function startService(config: Config, logger: Logger): Promise<Serv
   try {
     const jwtSecret = config.jwtSecret ?? loadOrCreateSecret(config.dataDir);
     // Migrations take a session-level advisory lock: a direct connection, never a transaction pooler.
-    await migrateWhenReachable(databaseServer.directUrl, logger);
+    await migrateWhenReachable(databaseServer, logger);
     const primary = connect('primary', databaseServer.url);
     const replica = databaseServer.replicaUrl
       ? replicaReads(primary, connect('replica', databaseServer.replicaUrl))
@@ -92,7 +92,7 @@ export async function startService(config: Config, logger: Logger): Promise<Serv
     await closePools();
     // Only a PostgreSQL this process started: one it adopted may be serving another instance
     // (a second `npm start` that finds the port taken must not stop the first one's database).
-    await databaseServer.release();
+    await databaseServer.stop();
     throw err;
   }
 }

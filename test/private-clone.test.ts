@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { SHARED_DIR } from '../src/db/server-user';
+import { CLUSTERS_DIR } from '../src/postgres/shared-dir';
 import { client, newBike } from './support/bikes';
 import { spawnService } from './support/process';
 
@@ -35,17 +35,14 @@ function copyProject(dir: string): void {
 (asRoot ? describe : describe.skip)('the service cloned into a private (0700) directory, run as root', () => {
   let home: string;
   let clone: string;
+  let cluster: string;
   beforeAll(() => {
     home = fs.mkdtempSync(path.join(os.tmpdir(), 'bike-catalog-private-'));
     clone = path.join(home, 'bikes');
     fs.mkdirSync(clone);
     copyProject(clone);
   });
-  afterAll(() => {
-    const link = path.join(clone, '.data', 'postgres');
-    if (fs.existsSync(link)) fs.rmSync(fs.realpathSync(link), { recursive: true, force: true });
-    fs.rmSync(home, { recursive: true, force: true });
-  });
+  afterAll(() => fs.rmSync(home, { recursive: true, force: true }));
 
   it('serves on its embedded PostgreSQL, and keeps its bikes and its tokens across a restart', async () => {
     const first = await spawnService({}, { root: clone, timeoutMs: 60_000 });
@@ -55,17 +52,17 @@ function copyProject(dir: string): void {
     first.child.kill('SIGTERM');
     expect(await first.exited).toEqual({ code: 0, signal: null });
 
-    // Nothing of the user's was loosened: the cluster lives where the postgres user can reach
+    // Nothing of the user's was loosened: the cluster lives where the server user can reach
     // it, linked from .data; the secrets stay in .data, readable by root only.
     expect(fs.statSync(home).mode & 0o777).toBe(0o700);
     const link = path.join(clone, '.data', 'postgres');
     expect(fs.lstatSync(link).isSymbolicLink()).toBe(true);
-    const cluster = fs.readlinkSync(link);
-    expect(cluster.startsWith(path.join(SHARED_DIR, 'clusters') + path.sep)).toBe(true);
-    const postgresUid = Number(execFileSync('id', ['-u', 'postgres']).toString());
-    expect(fs.statSync(cluster).uid).toBe(postgresUid);
+    cluster = fs.readlinkSync(link);
+    expect(path.dirname(path.dirname(cluster))).toBe(CLUSTERS_DIR);
+    const serverUid = Number(execFileSync('id', ['-u', 'bike-catalog']).toString());
+    expect(fs.statSync(cluster).uid).toBe(serverUid);
     expect(fs.statSync(cluster).mode & 0o777).toBe(0o700);
-    for (const secret of ['jwt-secret', 'postgres-password']) {
+    for (const secret of ['jwt-secret', 'postgres-password', 'postgres-app-password']) {
       expect(fs.statSync(path.join(clone, '.data', secret))).toMatchObject({ uid: 0 });
       expect(fs.statSync(path.join(clone, '.data', secret)).mode & 0o777).toBe(0o600);
     }
@@ -83,4 +80,12 @@ function copyProject(dir: string): void {
       expect((await second.exited).code).toBe(0);
     }
   }, 120_000);
+
+  it('once the clone is deleted, `npm run db:prune-clusters` removes its cluster and keeps the others', () => {
+    const clusterHome = path.dirname(cluster);
+    fs.rmSync(clone, { recursive: true, force: true });
+    const output = execFileSync(process.execPath, [path.join(ROOT, 'dist', 'cli', 'prune-clusters.js')]).toString();
+    expect(output).toContain(`removed ${clusterHome}: ${path.join(clone, '.data')} no longer uses it`);
+    expect(fs.existsSync(clusterHome)).toBe(false);
+  }, 60_000);
 });

@@ -1,6 +1,9 @@
 import { randomBytes } from 'node:crypto';
-import fs from 'node:fs';
 import path from 'node:path';
+import { loadOrCreateSecretFile } from '../secret-file';
+
+/** The shortest signing secret accepted: HS256 wants a key at least as long as its 256-bit hash. */
+export const MIN_SECRET_BYTES = 32;
 
 /**
  * The signing secret of a service on its embedded database when JWT_SECRET is unset: 256 random
@@ -9,12 +12,9 @@ import path from 'node:path';
  */
 export function loadOrCreateSecret(dataDir: string): string {
   const file = path.join(dataDir, 'jwt-secret');
-  try {
-    fs.writeFileSync(file, randomBytes(32).toString('base64url'), { mode: 0o600, flag: 'wx' });
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+  const secret = loadOrCreateSecretFile(file, () => randomBytes(32).toString('base64url'));
+  if (Buffer.byteLength(secret) < MIN_SECRET_BYTES) {
+    throw new Error(`${file} does not hold a usable secret; delete it to have a new one made`);
   }
-  const secret = fs.readFileSync(file, 'utf8').trim();
-  if (secret.length < 32) throw new Error(`${file} does not hold a usable secret; delete it to have a new one made`);
   return secret;
 }

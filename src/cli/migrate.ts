@@ -1,18 +1,18 @@
 import { readConfig } from '../config';
-import { openDatabaseServer } from '../db/database';
-import { migrate } from '../db/migrate';
+import { openDatabaseServer } from '../postgres/database-server';
+import { prepareDatabase } from '../db/migrate';
 import { createLogger } from '../logger';
 
 /** npm run db:migrate: applies pending migrations to DATABASE_URL, or to the embedded database. */
 async function main(): Promise<void> {
-  const config = readConfig({ ...process.env, JWT_SECRET: process.env.JWT_SECRET || 'not-needed-to-migrate' });
+  const config = readConfig(process.env, { signsTokens: false });
   const logger = createLogger(config.logLevel);
   const server = await openDatabaseServer(config, logger);
   try {
-    const applied = await migrate(server.directUrl, (message) => logger.info(message));
+    const applied = await prepareDatabase(server, (message) => logger.info(message));
     logger.info(applied.length ? `applied ${applied.length} migration(s)` : 'database is up to date');
   } finally {
-    await server.release();
+    await server.stop();
   }
 }
 

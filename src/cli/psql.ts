@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import { readConfig } from '../config';
-import { openDatabaseServer } from '../db/database';
+import { openDatabaseServer } from '../postgres/database-server';
 import { createLogger } from '../logger';
 
 /**
@@ -9,7 +9,7 @@ import { createLogger } from '../logger';
  * the password goes to psql through the environment, never onto the command line.
  */
 async function main(): Promise<number> {
-  const config = readConfig({ ...process.env, JWT_SECRET: process.env.JWT_SECRET || 'not-needed-for-psql' });
+  const config = readConfig(process.env, { signsTokens: false });
   const server = await openDatabaseServer(config, createLogger('warn'));
   try {
     const url = new URL(server.directUrl);
@@ -24,7 +24,7 @@ async function main(): Promise<number> {
       child.once('exit', (code) => resolve(code ?? 1));
     });
   } finally {
-    await server.release();
+    await server.stop();
   }
 }
 

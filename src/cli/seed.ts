@@ -5,10 +5,10 @@ import { type BikeFields, bikeFields, deriveHandle } from '../bikes/bike';
 import { exampleOf } from '../bikes/yup';
 import { createBikeRepository } from '../bikes/repository';
 import { readConfig } from '../config';
-import { openDatabaseServer } from '../db/database';
-import { migrate } from '../db/migrate';
+import { prepareDatabase } from '../db/migrate';
 import { connectPool } from '../db/pool';
 import { createLogger } from '../logger';
+import { openDatabaseServer } from '../postgres/database-server';
 
 /**
  * npm run db:seed [-- --count 25] [-- --seed 42]: adds realistic bikes to the catalog, through
@@ -83,11 +83,11 @@ async function main(): Promise<void> {
     faker.setDefaultRefDate('2026-01-01T00:00:00.000Z');
   }
 
-  const config = readConfig({ ...process.env, JWT_SECRET: process.env.JWT_SECRET || 'not-needed-to-seed' });
+  const config = readConfig(process.env, { signsTokens: false });
   const logger = createLogger(config.logLevel);
   const server = await openDatabaseServer(config, logger);
   try {
-    await migrate(server.directUrl, (message) => logger.info(message));
+    await prepareDatabase(server, (message) => logger.info(message));
     const pool = connectPool(server.url, (err) => logger.warn({ err: err.message }, 'database connection lost'));
     try {
       const bikes = createBikeRepository({ writes: pool });
@@ -101,7 +101,7 @@ async function main(): Promise<void> {
     }
     logger.info({ count: options.count }, `added ${options.count} bike(s) to the catalog`);
   } finally {
-    await server.release();
+    await server.stop();
   }
 }
 

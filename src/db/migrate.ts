@@ -128,3 +128,39 @@ export async function pendingMigrations(
   const applied = new Set(rows.map((row) => row.migration_name));
   return migrations.map((m) => m.name).filter((name) => !applied.has(name));
 }
+
+/** The role a connection string logs in as. */
+export function roleOf(url: string): string {
+  return decodeURIComponent(new URL(url).username);
+}
+
+/**
+ * When the service's queries run as a role other than the one that migrates (as with the embedded
+ * database and the compose stacks), that role may read and change the catalog's tables and read
+ * which migrations are applied: nothing more. Run after every migration, as the tables' owner.
+ */
+async function grantCatalogAccess(directUrl: string, appUrl: string): Promise<void> {
+  const owner = roleOf(directUrl);
+  const app = roleOf(appUrl);
+  if (app === owner) return;
+  const client = new Client({ connectionString: directUrl });
+  await client.connect();
+  try {
+    const role = client.escapeIdentifier(app);
+    await client.query(`GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO ${role}`);
+    await client.query(`GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO ${role}`);
+    await client.query(`REVOKE INSERT, UPDATE, DELETE ON "_prisma_migrations" FROM ${role}`);
+  } finally {
+    await client.end();
+  }
+}
+
+/** What every start and every tool does first: the pending migrations, then the service role's rights. Returns what was applied. */
+export async function prepareDatabase(
+  server: { directUrl: string; url: string },
+  log: (message: string) => void,
+): Promise<string[]> {
+  const applied = await migrate(server.directUrl, log);
+  await grantCatalogAccess(server.directUrl, server.url);
+  return applied;
+}

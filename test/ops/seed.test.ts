@@ -3,7 +3,7 @@ import path from 'node:path';
 import { Client } from 'pg';
 import { type Bike, bikeFields, deriveHandle } from '../../src/bikes/bike';
 import { validate } from '../../src/bikes/yup';
-import { startEmbeddedPostgres } from '../../src/db/embedded-postgres';
+import { startEmbeddedPostgres } from '../../src/postgres/embedded-postgres';
 import { createTestDatabase } from '../support/databases';
 import { startTestService } from '../support/service';
 import { tempDataDir } from '../support/temp-dir';

@@ -114,12 +114,12 @@ describe('the service process, killed with SIGKILL under a load of creates', () 
     const load = await killUnderLoad(first);
 
     // The killed service could not stop its PostgreSQL: it is still running, orphaned.
-    const orphan = Number(fs.readFileSync(path.join(dataDir, 'postgres', 'postmaster.pid'), 'utf8').split('\n')[0]);
-    expect(isAlive(orphan)).toBe(true);
+    const [orphan, , , port] = fs.readFileSync(path.join(dataDir, 'postgres', 'postmaster.pid'), 'utf8').split('\n');
+    expect(isAlive(Number(orphan))).toBe(true);
 
     const second = track(await spawnService(env, { timeoutMs: START_TIMEOUT_MS }));
     expect(second.output()).toContain(
-      `adopting the PostgreSQL server already running on this data directory (pid ${orphan})`,
+      `adopting the PostgreSQL server already running on this data directory (port ${port})`,
     );
     const landed = await expectNothingLost(second.baseUrl, load.acknowledged, load.unanswered);
     // The signing secret lives in DATA_DIR: a token from before the crash still works.
@@ -133,7 +133,7 @@ describe('the service process, killed with SIGKILL under a load of creates', () 
     // The next shutdown stops the adopted server cleanly.
     second.child.kill('SIGTERM');
     expect(await second.exited).toEqual({ code: 0, signal: null });
-    await waitFor('the adopted PostgreSQL to exit', () => (isAlive(orphan) ? undefined : true), 5_000);
+    await waitFor('the adopted PostgreSQL to exit', () => (isAlive(Number(orphan)) ? undefined : true), 5_000);
     expect(postgresPidsFor(dataDir)).toEqual([]);
     expect(fs.existsSync(path.join(dataDir, 'postgres', 'postmaster.pid'))).toBe(false);
     expect(postgresLog(dataDir).trimEnd()).toMatch(/database system is shut down$/);

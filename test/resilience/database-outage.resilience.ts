@@ -2,12 +2,13 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import type { Bike } from '../../src/bikes/bike';
-import { type EmbeddedPostgres, startEmbeddedPostgres } from '../../src/db/embedded-postgres';
+import { type EmbeddedPostgres, startEmbeddedPostgres } from '../../src/postgres/embedded-postgres';
+import { serverUser } from '../../src/postgres/server-user';
 import { migrate } from '../../src/db/migrate';
 import { client, newBike } from '../support/bikes';
 import { freePort, spawnService } from '../support/process';
 import { startTestService, type TestService } from '../support/service';
-import { isAlive, postgresLog, postgresPidsFor, seedBikes } from './support/postgres';
+import { isAlive, postgresPidsFor, seedBikes } from './support/postgres';
 import { waitFor } from '../support/wait';
 import { tempDataDir } from '../support/temp-dir';
 
@@ -32,8 +33,8 @@ describe('the service, while its PostgreSQL is stopped and started again', () =>
     dataDir = tempDataDir('outage');
     port = await freePort();
     pg = await startPostgres();
-    await migrate(pg.url);
-    svc = await startTestService({ databaseUrl: pg.url });
+    await migrate(pg.adminUrl);
+    svc = await startTestService({ databaseUrl: pg.adminUrl });
   });
   afterAll(async () => {
     await svc?.stop();
@@ -110,7 +111,7 @@ describe('the service, while its PostgreSQL is stopped and started again', () =>
   });
 
   it('when PostgreSQL stops while /bikes/all is streaming, the client gets a broken response, never a short array that parses', async () => {
-    await seedBikes(pg.url, 20_000, 'Outage Stream Bike');
+    await seedBikes(pg.adminUrl, 20_000, 'Outage Stream Bike');
     const res = await fetch(`${svc.baseUrl}/bikes/all`);
     expect(res.status).toBe(200);
     const reader = res.body!.getReader();
@@ -160,23 +161,17 @@ describe('the service on its embedded PostgreSQL, when an operator restarts that
       const first = postmasterPid();
       // The pg_ctl beside the running server's binary (as root from a private clone, a copy the postgres user can reach).
       const pgCtl = path.join(path.dirname(fs.readlinkSync(`/proc/${first}/exe`)), 'pg_ctl');
-      const asPostgres =
-        process.getuid?.() === 0
-          ? { uid: Number(execFileSync('id', ['-u', 'postgres'])), gid: Number(execFileSync('id', ['-g', 'postgres'])) }
-          : {};
       const pgCtlRun = (...args: string[]) =>
-        execFileSync(pgCtl, [...args, '-D', clusterDir], {
-          ...asPostgres,
-          stdio: 'pipe',
-          env: { ...process.env, LC_ALL: 'C' },
-        });
+        execFileSync(pgCtl, [...args, '-D', clusterDir], { ...serverUser(), stdio: 'ignore', env: { LC_ALL: 'C' } });
 
       pgCtlRun('stop', '-m', 'fast', '-w');
       const down = await fetch(`${service.baseUrl}/bikes/all`);
       expect(down.status).toBe(503);
 
-      // No port given: the server finds it in the cluster's own configuration.
-      pgCtlRun('start', '-w', '-l', path.join(dataDir, 'postgres.log'));
+      // No port given: the server finds it in the cluster's own configuration. Its log goes into
+      // the cluster, as DATA_DIR is root's alone.
+      const handLog = path.join(clusterDir, 'started-by-hand.log');
+      pgCtlRun('start', '-w', '-l', handLog);
       const second = postmasterPid();
       expect(second).not.toBe(first);
       await waitFor(
@@ -189,7 +184,7 @@ describe('the service on its embedded PostgreSQL, when an operator restarts that
       expect(await service.exited).toEqual({ code: 0, signal: null });
       expect(isAlive(second)).toBe(false);
       expect(postgresPidsFor(dataDir)).toEqual([]);
-      expect(postgresLog(dataDir)).toMatch(/database system is shut down\s*$/);
+      expect(fs.readFileSync(handLog, 'utf8')).toMatch(/database system is shut down\s*$/);
     } finally {
       if (service.child.exitCode === null && service.child.signalCode === null) service.child.kill('SIGKILL');
     }

@@ -1,5 +1,5 @@
 import fs from 'node:fs';
-import { startEmbeddedPostgres } from '../../src/db/embedded-postgres';
+import { startEmbeddedPostgres } from '../../src/postgres/embedded-postgres';
 import { tempDataDir } from './temp-dir';
 
 /**
@@ -46,7 +46,7 @@ export async function startTestPostgresServer(): Promise<TestPostgresServer> {
   const dataDir = tempDataDir('test');
   const embedded = await startEmbeddedPostgres({ dataDir, database: 'postgres', ephemeral: true });
   return {
-    adminUrl: embedded.url,
+    adminUrl: embedded.adminUrl,
     description: 'embedded PostgreSQL',
     async stop() {
       await embedded.stop();

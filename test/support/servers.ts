@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { Client } from 'pg';
-import { giveTo, serverUser } from '../../src/db/server-user';
+import { serverUser, type ServerUser } from '../../src/postgres/server-user';
 import { freePort } from './process';
 import { tempDataDir } from './temp-dir';
 import { waitFor } from './wait';
@@ -25,6 +25,11 @@ export function missing(...files: string[]): string | undefined {
 
 /** The user the service runs its own PostgreSQL as: the same for these servers. */
 const user = serverUser();
+
+/** Gives a file or directory this test made to the user the servers run as. */
+function giveTo(file: string, to: ServerUser | undefined): void {
+  if (to) fs.chownSync(file, to.uid, to.gid);
+}
 
 function spawnServer(command: string, args: string[], env: Record<string, string> = {}): ChildProcess {
   const as = user ? ['--reuid', String(user.uid), '--regid', String(user.gid), '--clear-groups'] : [];
