@@ -102,11 +102,17 @@ describe('two services on one DATA_DIR', () => {
   it('when both start at once on a fresh DATA_DIR, they make one cluster and both serve', async () => {
     const dataDir = tempDataDir('race');
     try {
-      const [a, b] = await Promise.all([
+      const started = await Promise.allSettled([
         spawnService({ DATA_DIR: dataDir }, { timeoutMs: 60_000 }),
         spawnService({ DATA_DIR: dataDir }, { timeoutMs: 60_000 }),
       ]);
+      const [a, b] = started.map((result) => (result.status === 'fulfilled' ? result.value : undefined));
       try {
+        expect(started.map((result) => (result.status === 'rejected' ? String(result.reason) : 'serving'))).toEqual([
+          'serving',
+          'serving',
+        ]);
+        if (!a || !b) return;
         const token = (await (await fetch(`${a.baseUrl}/api/user`, { method: 'POST' })).json()) as { token: string };
         const created = await client(a.baseUrl, token.token).create(newBike());
         const read = await fetch(`${b.baseUrl}/bikes/${created.id}`);
@@ -120,8 +126,8 @@ describe('two services on one DATA_DIR', () => {
           'postgres.log',
         ]);
       } finally {
-        await stop(b);
-        await stop(a);
+        if (b) await stop(b);
+        if (a) await stop(a);
       }
     } finally {
       fs.rmSync(dataDir, { recursive: true, force: true });

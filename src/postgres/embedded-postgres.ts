@@ -50,6 +50,8 @@ const SUPERUSER = 'postgres';
 /** The role the service's queries run as: it may read and change the catalog's tables, nothing more. */
 export const APP_ROLE = 'bike_catalog';
 const READY_TIMEOUT_MS = 30_000;
+/** An advisory lock held while the database and the service's role are made. */
+const SETUP_LOCK_KEY = 2_024_112_302;
 const STOP_TIMEOUT_S = 15;
 
 /** What went wrong, in one line: a command's first error line, or the error's message. */
@@ -249,6 +251,8 @@ async function ensureDatabaseAndRole(adminUrl: string, database: string, appPass
   const client = new Client({ connectionString: adminUrl });
   await client.connect();
   try {
+    // Two processes starting at once would otherwise both create (one failing on a unique index).
+    await client.query('SELECT pg_advisory_lock($1)', [SETUP_LOCK_KEY]);
     await client.query(`CREATE DATABASE ${client.escapeIdentifier(database)}`).catch((err) => {
       if ((err as { code?: string }).code !== '42P04') throw err; // it exists
     });
