@@ -240,6 +240,17 @@ describe('the read routes, for clients that poll', () => {
       expect((await get(first, path, { 'accept-encoding': 'identity' })).headers['content-encoding']).toBeUndefined();
     });
 
+    it.each(['identity;q=0', '*;q=0', 'identity;q=0, deflate', 'zstd, identity;q=0'])(
+      'when the client accepts none of gzip, br and identity (%s), the answer goes out unencoded, never a 5xx',
+      async (acceptEncoding) => {
+        const plain = await get(first, '/bikes/all');
+        const res = await get(first, '/bikes/all', { 'accept-encoding': acceptEncoding });
+        expect(res.status).toBe(200);
+        expect(res.headers['content-encoding']).toBeUndefined();
+        expect(res.body.toString('utf8')).toBe(plain.body.toString('utf8'));
+      },
+    );
+
     it('a response under 1 KB is sent as it is', async () => {
       const res = await get(first, `/bikes/${bikes[2].id}`, { 'accept-encoding': 'gzip, br' });
       expect(res.body.length).toBeLessThan(1024);
