@@ -5,7 +5,7 @@ import { bikesRouter } from './http/bikes-router';
 import { compression } from './http/compression';
 import { cors } from './http/cors';
 import { docsRouter } from './http/docs-router';
-import { errorHandler, HttpError } from './http/errors';
+import { errorHandler } from './http/errors';
 import type { Readiness } from './db/readiness';
 import { healthRouter } from './http/health-router';
 import { methodNotAllowed } from './http/method-not-allowed';
@@ -45,15 +45,6 @@ export function createApp({ bikes, bikesOnPrimary, tokens, logger, readiness, co
   if (corsMiddleware) app.use(corsMiddleware);
   app.use(compression());
   app.use(errorHandler(logger));
-  app.use(async (ctx, next) => {
-    // A path that is not valid percent-encoding (/bikes/by-handle/%ZZ) names nothing.
-    try {
-      decodeURIComponent(ctx.path);
-    } catch {
-      throw new HttpError(404);
-    }
-    await next();
-  });
   app.use(methodNotAllowed());
   const routers = [
     bikesRouter(bikes, bikesOnPrimary, tokens),

@@ -1,6 +1,7 @@
 import type { RouterContext } from '@koa/router';
 import type Koa from 'koa';
 import { HttpError } from './errors';
+import { isWellFormedPath } from './route';
 
 /**
  * A known path asked with a method it does not serve gets 405 and an Allow header; OPTIONS gets
@@ -12,7 +13,7 @@ export function methodNotAllowed(): Koa.Middleware {
   return async (ctx, next) => {
     await next();
     const matched = ((ctx as unknown as RouterContext).matched ?? []).filter((layer) => layer.methods.length > 0);
-    if (ctx.status !== 404 || ctx.body != null || matched.length === 0) return;
+    if (ctx.status !== 404 || ctx.body != null || matched.length === 0 || !isWellFormedPath(ctx.path)) return;
     const fewestParams = Math.min(...matched.map((layer) => layer.paramNames.length));
     const mostSpecific = matched.filter((layer) => layer.paramNames.length === fewestParams);
     const allowed = [...new Set(mostSpecific.flatMap((layer) => layer.methods))];

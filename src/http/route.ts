@@ -23,6 +23,16 @@ export type Handler = (ctx: RouterContext, body: unknown) => Promise<void> | voi
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
+/** A path that is not valid percent-encoding (/bikes/by-handle/%ZZ) names nothing: 404 (rule 6). */
+export function isWellFormedPath(path: string): boolean {
+  try {
+    decodeURIComponent(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /**
  * The bearer token, the second word of the Authorization header (rule 14): none is 401, one that
  * fails verification 403. Its payload is attached to the request, as the specification says.
@@ -38,14 +48,15 @@ function authenticate(ctx: Koa.Context, tokens: Tokens): void {
 }
 
 /**
- * A route's handler behind its policy, always in this order: the token, then the path id (one
- * that is not a UUID names no bike: 404), then the body, then the handler.
+ * A route's handler behind its policy, always in this order: the token, then the path (not valid
+ * percent-encoding, or an id that is not a UUID, names no bike: 404), then the body, then the handler.
  */
 export function routes(tokens: Tokens) {
   return (policy: Policy, handler: Handler): Koa.Middleware =>
     async (ctx) => {
       const invalid = policy.invalid ?? 404;
       if (policy.token) authenticate(ctx, tokens);
+      if (!isWellFormedPath(ctx.path)) throw new HttpError(404);
       const { id } = (ctx as unknown as RouterContext).params;
       if (id !== undefined && !UUID.test(id)) throw new HttpError(404);
       const body = policy.body ? await readBody(ctx, invalid) : undefined;

@@ -181,6 +181,22 @@ describe('HTTP behaviour shared by every route', () => {
     });
   });
 
+  describe('on a protected route, the token is checked before the path', () => {
+    it.each([
+      ['PUT', '/bikes/%ZZ'],
+      ['PATCH', '/bikes/%ZZ'],
+      ['DELETE', '/bikes/%ZZ'],
+      ['DELETE', '/bikes/%'],
+    ])('%s %s without a token answers 401, with a bad one 403', async (method, path) => {
+      expectPlainError(await api.request(method, path, { token: null }), 401, 'Unauthorized');
+      expectPlainError(await api.request(method, path, { token: 'bad' }), 403, 'Forbidden');
+    });
+
+    it('POST /bikes/%ZZ, a method no /bikes/<id> route serves, on a path that names nothing, is 404', async () => {
+      expectPlainError(await api.request('POST', '/bikes/%ZZ', { token: null }), 404, 'Not Found');
+    });
+  });
+
   describe('error answers', () => {
     it('carry a status and its plain-text reason phrase, never JSON', async () => {
       expectPlainError(await api.request('GET', `/bikes/${unknownId()}`), 404, 'Not Found');

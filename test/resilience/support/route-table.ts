@@ -17,7 +17,7 @@
  * | /docs/:asset                  | GET, HEAD  | 200, 404                         | a Swagger UI file, or none                                            |
  * | /bikes/all spelled otherwise  | any        | GET: 200, 404, 405; else 405     | "all" names the list, never a bike (/bikes/%61ll, /bikes/ALL)         |
  * | a known path, another method  | any        | 405 (OPTIONS: 204)               | rule 15                                                          |
- * | any path                      | any        | 404                              | unknown path; a path that is not valid percent-encoding (docs/decisions.md rule 6) |
+ * | any path                      | any        | 404                              | unknown path; a path that is not valid percent-encoding (docs/decisions.md rule 6), after the token on a protected route |
  *
  * And, whatever the route:
  * - On a protected route (POST /bikes, PUT/PATCH/DELETE /bikes/:id) a request with no token gets
@@ -95,23 +95,28 @@ function validPercentEncoding(path: string): boolean {
 export function expectationFor(method: string, target: string, auth: 'valid' | 'missing' | 'invalid'): Expectation {
   const path = routedPath(target);
   const allowed = new Set<number>([404]);
-  if (!validPercentEncoding(path)) return { allowed, exact: 404, path };
   const asMethod = (method === 'HEAD' ? 'GET' : method) as keyof Table;
-  // "all" names the list, never a bike, however it is spelled (/bikes/%61ll): the id routes
-  // let it pass, so it is the list's GET or a 405.
-  if (/^\/bikes\/[^/]+$/.test(path) && decodeURIComponent(path.slice('/bikes/'.length)).toLowerCase() === 'all') {
-    return { allowed: new Set(asMethod === 'GET' ? [200, 404, 405] : [404, method === 'OPTIONS' ? 204 : 405]), path };
-  }
   const matching = ROUTES.filter((route) => route.pattern.test(path));
   const serving = matching.find((route) => route.methods[asMethod]);
+  // "all" names the list, never a bike, however it is spelled (/bikes/%61ll): the id routes
+  // let it pass, so it is the list's GET or a 405.
+  if (
+    validPercentEncoding(path) &&
+    /^\/bikes\/[^/]+$/.test(path) &&
+    decodeURIComponent(path.slice('/bikes/'.length)).toLowerCase() === 'all'
+  ) {
+    return { allowed: new Set(asMethod === 'GET' ? [200, 404, 405] : [404, method === 'OPTIONS' ? 204 : 405]), path };
+  }
+  // On a protected route the token comes first, before the path is looked at.
+  if (serving?.protected?.includes(asMethod)) {
+    if (auth === 'missing') return { allowed: new Set([401]), exact: 401, route: serving, path };
+    if (auth === 'invalid') return { allowed: new Set([403]), exact: 403, route: serving, path };
+  }
+  if (!validPercentEncoding(path)) return { allowed, exact: 404, path };
   for (const route of matching) {
     const statuses = route.methods[asMethod];
     if (statuses) statuses.forEach((s) => allowed.add(s));
     else allowed.add(method === 'OPTIONS' ? 204 : 405);
-  }
-  if (serving?.protected?.includes(asMethod)) {
-    if (auth === 'missing') return { allowed: new Set([401]), exact: 401, route: serving, path };
-    if (auth === 'invalid') return { allowed: new Set([403]), exact: 403, route: serving, path };
   }
   return { allowed, route: serving, path };
 }
