@@ -130,7 +130,7 @@ export async function pendingMigrations(
 }
 
 /** The role a connection string logs in as. */
-export function roleOf(url: string): string {
+function roleOf(url: string): string {
   return decodeURIComponent(new URL(url).username);
 }
 

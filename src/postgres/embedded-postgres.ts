@@ -48,7 +48,7 @@ export class EmbeddedPostgresError extends Error {}
 
 const SUPERUSER = 'postgres';
 /** The role the service's queries run as: it may read and change the catalog's tables, nothing more. */
-export const APP_ROLE = 'bike_catalog';
+const APP_ROLE = 'bike_catalog';
 const READY_TIMEOUT_MS = 30_000;
 /** An advisory lock held while the database and the service's role are made. */
 const SETUP_LOCK_KEY = 2_024_112_302;

@@ -17,7 +17,7 @@ import { asServerUser, canReach, type ServerUser } from './server-user';
  *   /var/lib/bike-catalog/clusters/<uuid>/data-dir              root: the DATA_DIR that made it
  *   /var/lib/bike-catalog/clusters/<uuid>/data                  the server user, 0700: the cluster
  */
-export const SHARED_DIR = '/var/lib/bike-catalog';
+const SHARED_DIR = '/var/lib/bike-catalog';
 export const CLUSTERS_DIR = path.join(SHARED_DIR, 'clusters');
 /** Inside a cluster's home: the DATA_DIR it belongs to. Its presence marks the home as ours. */
 const OWNER_FILE = 'data-dir';
