@@ -19,6 +19,8 @@ export interface AppDeps {
   bikes: BikeRepository;
   /** Reads from the primary, for a client that must read its own writes. */
   bikesOnPrimary: BikeRepository;
+  /** This catalog's identity (catalogIdentity), part of every ETag. */
+  catalogId: string;
   tokens: Tokens;
   logger: Logger;
   /** GET /readyz answers with this. */
@@ -28,7 +30,7 @@ export interface AppDeps {
 }
 
 /** The Koa application, without listening: the server entry and the tests both build it here. */
-export function createApp({ bikes, bikesOnPrimary, tokens, logger, readiness, corsOrigin }: AppDeps): Koa {
+export function createApp({ bikes, bikesOnPrimary, catalogId, tokens, logger, readiness, corsOrigin }: AppDeps): Koa {
   const app = new Koa();
   // Errors are answered and logged by errorHandler; what reaches here is a failure while
   // streaming a body, after the status was sent.
@@ -47,7 +49,7 @@ export function createApp({ bikes, bikesOnPrimary, tokens, logger, readiness, co
   app.use(errorHandler(logger));
   app.use(methodNotAllowed());
   const routers = [
-    bikesRouter(bikes, bikesOnPrimary, tokens),
+    bikesRouter(bikes, bikesOnPrimary, tokens, catalogId),
     tokenRouter(tokens),
     healthRouter(readiness),
     docsRouter(),

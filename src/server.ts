@@ -29,12 +29,12 @@ export interface Service {
   stop(): Promise<void>;
 }
 
-async function migrateWhenReachable(server: DatabaseServer, logger: Logger): Promise<void> {
+/** Prepares the database (prepareDatabase) once it answers; returns the catalog's identity. */
+async function prepareWhenReachable(server: DatabaseServer, logger: Logger): Promise<string> {
   const deadline = Date.now() + DATABASE_WAIT_MS;
   for (;;) {
     try {
-      await prepareDatabase(server, (message) => logger.info(message));
-      return;
+      return (await prepareDatabase(server, (message) => logger.info(message))).catalogId;
     } catch (err) {
       if (!isDatabaseUnavailable(err) || Date.now() > deadline) throw err;
       logger.warn('database not reachable yet, retrying');
@@ -64,7 +64,7 @@ export async function startService(config: Config, logger: Logger): Promise<Serv
   try {
     const jwtSecret = config.jwtSecret ?? loadOrCreateSecret(config.dataDir);
     // Migrations take a session-level advisory lock: a direct connection, never a transaction pooler.
-    await migrateWhenReachable(databaseServer, logger);
+    const catalogId = await prepareWhenReachable(databaseServer, logger);
     const primary = connect('primary', databaseServer.url);
     const replica = databaseServer.replicaUrl
       ? replicaReads(primary, connect('replica', databaseServer.replicaUrl))
@@ -72,6 +72,7 @@ export async function startService(config: Config, logger: Logger): Promise<Serv
     const app = createApp({
       bikes: createBikeRepository({ writes: primary, reads: replica }),
       bikesOnPrimary: createBikeRepository({ writes: primary }),
+      catalogId,
       tokens: createTokens(jwtSecret),
       logger,
       readiness: databaseReadiness(primary),

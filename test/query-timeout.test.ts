@@ -26,6 +26,11 @@ describe('the database pool', () => {
     expect(isDatabaseUnavailable(error)).toBe(true);
     expect(Date.now() - started).toBeLessThan(4_000);
     expect(cutOff).toEqual([expect.stringMatching(/ran for over 1 s/)]);
+    // Cancelled on the server before the error came back, not left to sleep on.
+    const { rows: sleeping } = await pool.query(
+      `SELECT pid FROM pg_stat_activity WHERE state = 'active' AND query = 'SELECT pg_sleep(5)'`,
+    );
+    expect(sleeping).toEqual([]);
 
     const { rows } = await pool.query<{ one: number }>('SELECT 1 AS one');
     expect(rows).toEqual([{ one: 1 }]);

@@ -54,8 +54,10 @@ export const statements = {
     ...Object.values(VALUES),
   ),
   delete: prepare(kysely.deleteFrom('bikes').where('id', '=', ID), ID),
-  /** Bumped by every committed write to bikes (a trigger): what the list ETags are made of. */
-  catalogVersion: prepare(kysely.selectFrom('catalog_version').select('version')),
+  /** The sum of the version slots, which every committed change to bikes bumps: what the list ETags are made of. */
+  catalogVersion: prepare(
+    kysely.selectFrom('catalog_version_slots').select((eb) => eb.fn.sum<string>('version').as('version')),
+  ),
 };
 
 /** `%`, `_` and `\` in a search term match themselves (backslash is LIKE's escape character). */

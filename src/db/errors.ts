@@ -10,9 +10,10 @@ const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'E
 /**
  * SQLSTATEs that mean "not now" rather than "never": connection exceptions (08), operator
  * intervention such as a shutdown or a cancelled query (57), insufficient resources (53), and
- * a serialization failure or deadlock (40001, 40P01), which a retry resolves.
+ * a serialization failure or deadlock (40001, 40P01), which a retry resolves, and a lock not had
+ * within lock_timeout (55P03). Each of these rolled the statement's transaction back.
  */
-const UNAVAILABLE_SQLSTATE = /^(08|57|53)...$|^40001$|^40P01$/;
+const UNAVAILABLE_SQLSTATE = /^(08|57|53)...$|^40001$|^40P01$|^55P03$/;
 
 /** SQLSTATEs of a value PostgreSQL refuses: a data exception (22), or one too large to index (54000). */
 const REJECTED_VALUE_SQLSTATE = /^22...$|^54000$/;

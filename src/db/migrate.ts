@@ -2,6 +2,8 @@ import { createHash, randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { Client } from 'pg';
+import { catalogIdentity } from './catalog-identity';
+import { ROLE_SETTINGS } from './pool';
 
 /**
  * Applies the committed Prisma migrations (prisma/migrations/<name>/migration.sql) the way
@@ -135,32 +137,62 @@ function roleOf(url: string): string {
 }
 
 /**
- * When the service's queries run as a role other than the one that migrates (as with the embedded
- * database and the compose stacks), that role may read and change the catalog's tables and read
- * which migrations are applied: nothing more. Run after every migration, as the tables' owner.
+ * The service's role, as the tables' owner after every migration. When it is not the role that
+ * migrates (the embedded database, the compose stacks), it may read and change the catalog's
+ * tables and read which migrations are applied: nothing more. Whichever it is, PostgreSQL cuts
+ * its statements off itself (ROLE_SETTINGS), in this database only; a migrator without the right
+ * to set them (neither superuser nor CREATEROLE nor the role itself) leaves them to the operator.
  */
-async function grantCatalogAccess(directUrl: string, appUrl: string): Promise<void> {
-  const owner = roleOf(directUrl);
-  const app = roleOf(appUrl);
-  if (app === owner) return;
-  const client = new Client({ connectionString: directUrl });
-  await client.connect();
+async function configureServiceRole(client: Client, role: string, log: (message: string) => void): Promise<void> {
+  const name = client.escapeIdentifier(role);
+  const { rows } = await client.query<{ me: string; db: string; version: number }>(
+    `SELECT current_user AS me, current_database() AS db, current_setting('server_version_num')::int AS version`,
+  );
+  const [{ me, db, version }] = rows;
+  if (role !== me) {
+    await client.query(`GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO ${name}`);
+    await client.query(`GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO ${name}`);
+    await client.query(`REVOKE INSERT, UPDATE, DELETE ON "_prisma_migrations" FROM ${name}`);
+  }
+  const settings = Object.entries(ROLE_SETTINGS).filter(([, { since }]) => version >= since);
   try {
-    const role = client.escapeIdentifier(app);
-    await client.query(`GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO ${role}`);
-    await client.query(`GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO ${role}`);
-    await client.query(`REVOKE INSERT, UPDATE, DELETE ON "_prisma_migrations" FROM ${role}`);
-  } finally {
-    await client.end();
+    await client.query('SAVEPOINT role_settings');
+    for (const [setting, { value }] of settings) {
+      await client.query(
+        `ALTER ROLE ${name} IN DATABASE ${client.escapeIdentifier(db)} SET ${setting} = ${client.escapeLiteral(value)}`,
+      );
+    }
+  } catch (err) {
+    if ((err as { code?: string }).code !== '42501') throw err; // insufficient privilege
+    await client.query('ROLLBACK TO SAVEPOINT role_settings');
+    log(
+      `warning: cannot set ${settings.map(([setting, { value }]) => `${setting} = '${value}'`).join(', ')} ` +
+        `for role ${role}; set them with ALTER ROLE, so that PostgreSQL cuts off a statement before the service gives up on it`,
+    );
   }
 }
 
-/** What every start and every tool does first: the pending migrations, then the service role's rights. Returns what was applied. */
+/**
+ * What every start and every tool does first: the pending migrations, then, in one transaction
+ * under the migrations' lock (instances starting at once would collide on the same catalog
+ * rows), the service role's rights and settings and the catalog's identity (made anew on a
+ * copy). Returns what was applied, and that identity.
+ */
 export async function prepareDatabase(
   server: { directUrl: string; url: string },
   log: (message: string) => void,
-): Promise<string[]> {
+): Promise<{ applied: string[]; catalogId: string }> {
   const applied = await migrate(server.directUrl, log);
-  await grantCatalogAccess(server.directUrl, server.url);
-  return applied;
+  const client = new Client({ connectionString: server.directUrl });
+  await client.connect();
+  try {
+    await client.query('BEGIN');
+    await client.query('SELECT pg_advisory_xact_lock($1)', [PRISMA_MIGRATE_LOCK_KEY]);
+    await configureServiceRole(client, roleOf(server.url), log);
+    const catalogId = await catalogIdentity(client);
+    await client.query('COMMIT');
+    return { applied, catalogId };
+  } finally {
+    await client.end();
+  }
 }

@@ -1,12 +1,52 @@
+import net from 'node:net';
 import { Pool, type PoolClient } from 'pg';
+import { withinTime } from '../timeout';
 
 /** A query stuck on a half-dead connection must not hold a request forever. */
 const QUERY_TIMEOUT_MS = 30_000;
+
+/**
+ * Set on the service's role (in its database, at every start), so that they hold through any
+ * pooler: PostgreSQL itself cancels a statement that runs, or waits for a lock, too long, before
+ * the pool gives up on it (QUERY_TIMEOUT_MS), and rolls its transaction back. A write answered
+ * 503 for a timeout has therefore not committed, and never will. A statement whose client is
+ * gone is cancelled too (PostgreSQL 14 and later). `since`: the server_version_num that has it.
+ */
+export const ROLE_SETTINGS = {
+  statement_timeout: { value: '25s', since: 0 },
+  lock_timeout: { value: '5s', since: 0 },
+  client_connection_check_interval: { value: '1s', since: 140000 },
+};
 
 export interface PoolOptions {
   /** How long a query may run before its connection is closed; 30 s unless a test shortens it. */
   queryTimeoutMs?: number;
 }
+
+/** How long a cut-off waits for its cancel request to be taken. */
+const CANCEL_WAIT_MS = 1_000;
+
+/**
+ * Asks the server to cancel what `client` is running: a CancelRequest (the protocol's own, which
+ * poolers pass on to the right server) on a connection of its own, which the server closes once
+ * it has acted on it.
+ */
+function cancelStatement(client: PoolClient): Promise<void> {
+  return new Promise((resolve) => {
+    if (client.processID === null || client.secretKey === null) return resolve();
+    const request = Buffer.alloc(16);
+    request.writeInt32BE(16, 0);
+    request.writeInt32BE(CANCEL_REQUEST_CODE, 4);
+    request.writeInt32BE(client.processID, 8);
+    request.writeInt32BE(client.secretKey, 12);
+    const socket = net.connect(client.port, client.host, () => socket.end(request));
+    socket.once('close', () => resolve());
+    socket.once('error', () => resolve());
+  });
+}
+
+/** The CancelRequest message code (PostgreSQL protocol, 55.7). */
+const CANCEL_REQUEST_CODE = 80877102;
 
 /**
  * Closes the connection of any client checked out for longer than the limit, which fails its
@@ -26,7 +66,10 @@ function cutOffStuckClients(pool: Pool, limitMs: number, onCutOff: (err: Error) 
         if (now - since <= limitMs) continue;
         checkedOutAt.delete(client);
         onCutOff(new Error(`a database query ran for over ${limitMs / 1000} s; its connection was closed`));
-        client.connection.stream.destroy();
+        // The statement is cancelled on the server first, so the 503 that follows is for a write
+        // that did not commit. (One the server cannot hear of, as when it hangs, is in the hands
+        // of its statement_timeout and client_connection_check_interval: ROLE_SETTINGS.)
+        void withinTime(cancelStatement(client), CANCEL_WAIT_MS).then(() => client.connection.stream.destroy());
       }
     },
     Math.min(1_000, limitMs),

@@ -7,7 +7,7 @@ import { type Bike, bikeFields, deriveHandle, patch, replacement } from '../bike
 import { validate } from '../bikes/yup';
 import type { BikeRepository } from '../bikes/repository';
 import { bikeJson, bikesJson } from './bike-json';
-import { bodyTag, listTag, notModified } from './conditional';
+import { entityTags, notModified } from './conditional';
 import { HttpError } from './errors';
 import { type Policy, routes } from './route';
 
@@ -43,9 +43,9 @@ async function sendBikeArray(ctx: Koa.Context, batches: AsyncGenerator<Bike[]>):
 }
 
 /** One bike, or 304 when the client's copy is current. */
-function sendBike(ctx: Koa.Context, bike: Bike): void {
+function sendBike(ctx: Koa.Context, bike: Bike, tag: (body: string) => string): void {
   const body = bikeJson(bike);
-  if (notModified(ctx, bodyTag(body))) return;
+  if (notModified(ctx, tag(body))) return;
   ctx.type = 'application/json';
   ctx.body = body;
 }
@@ -79,7 +79,13 @@ export const BIKE_POLICIES = {
  * for the primary with `X-Read-From: primary` (to read its own writes); writes, and the
  * existence check of a PATCH, always go to the primary.
  */
-export function bikesRouter(bikes: BikeRepository, onPrimary: BikeRepository, tokens: Tokens): Router {
+export function bikesRouter(
+  bikes: BikeRepository,
+  onPrimary: BikeRepository,
+  tokens: Tokens,
+  catalogId: string,
+): Router {
+  const tags = entityTags(catalogId);
   const reader = (ctx: Koa.Context) => (ctx.get('X-Read-From').toLowerCase() === 'primary' ? onPrimary : bikes);
   const router = new Router({ prefix: '/bikes' });
   const route = routes(tokens);
@@ -94,7 +100,7 @@ export function bikesRouter(bikes: BikeRepository, onPrimary: BikeRepository, to
     '/all',
     route(BIKE_POLICIES.listBikes, async (ctx) => {
       const { version, batches } = await reader(ctx).list();
-      if (notModified(ctx, listTag(version))) return;
+      if (notModified(ctx, tags.list(version))) return;
       await sendBikeArray(ctx, batches);
     }),
   );
@@ -104,7 +110,7 @@ export function bikesRouter(bikes: BikeRepository, onPrimary: BikeRepository, to
     route(BIKE_POLICIES.searchBikesByTitle, async (ctx) => {
       const term = searchTerm(ctx);
       const { version, batches } = await reader(ctx).list({ titleContains: term });
-      if (notModified(ctx, listTag(version, term))) return;
+      if (notModified(ctx, tags.list(version, term))) return;
       await sendBikeArray(ctx, batches);
     }),
   );
@@ -112,14 +118,14 @@ export function bikesRouter(bikes: BikeRepository, onPrimary: BikeRepository, to
   router.get(
     '/by-handle/:handle',
     route(BIKE_POLICIES.getBikeByHandle, async (ctx) => {
-      sendBike(ctx, (await reader(ctx).findFirstByHandle(ctx.params.handle)) ?? fail(404));
+      sendBike(ctx, (await reader(ctx).findFirstByHandle(ctx.params.handle)) ?? fail(404), tags.body);
     }),
   );
 
   router.get(
     '/:id',
     route(BIKE_POLICIES.getBike, async (ctx) => {
-      sendBike(ctx, (await reader(ctx).findById(ctx.params.id.toLowerCase())) ?? fail(404));
+      sendBike(ctx, (await reader(ctx).findById(ctx.params.id.toLowerCase())) ?? fail(404), tags.body);
     }),
   );
 

@@ -28,12 +28,25 @@ function matches(ifNoneMatch: string, tag: string): boolean {
   return ifNoneMatch.split(',').some((candidate) => opaque(candidate) === opaque(tag));
 }
 
-/** The ETag of a list (or a search for `term`) at a catalog version: it changes with every write. */
-export function listTag(version: string, term?: string): string {
-  return term === undefined
-    ? `W/"v${version}"`
-    : `W/"v${version}-${createHash('sha1').update(term).digest('base64url').slice(0, 22)}"`;
-}
+/**
+ * Changed whenever a bike's JSON or the way it is written changes (a field, the serializer), so
+ * that no tag given out before still matches.
+ */
+export const REPRESENTATION_VERSION = 'r2';
 
-/** The ETag of one bike: from its bytes. */
-export const bodyTag = (body: string): string => etag(body, { weak: true });
+/**
+ * The ETags of one catalog: each names the catalog (catalogIdentity) and the representation
+ * version, so a tag never matches in another catalog or after the representation changed.
+ */
+export function entityTags(catalogId: string) {
+  const prefix = `${catalogId}.${REPRESENTATION_VERSION}`;
+  return {
+    /** A list (or a search for `term`) at a catalog version: it changes with every write. */
+    list: (version: string, term?: string): string =>
+      term === undefined
+        ? `W/"${prefix}.v${version}"`
+        : `W/"${prefix}.v${version}-${createHash('sha1').update(term).digest('base64url').slice(0, 22)}"`,
+    /** One bike: from its bytes. */
+    body: (body: string): string => `W/"${prefix}.${etag(body).slice(1, -1)}"`,
+  };
+}

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import zlib from 'node:zlib';
 import { Client } from 'pg';
 import type { Bike } from '../../src/bikes/bike';
@@ -166,6 +167,63 @@ describe('the read routes, for clients that poll', () => {
       await write(first, 'DELETE', `/bikes/${bike.id}`);
       expect((await get(first, '/bikes/all', { 'if-none-match': list })).status).toBe(200);
       expect((await get(first, `/bikes/${bike.id}`, { 'if-none-match': one })).status).toBe(404);
+    });
+
+    it('a write with session_replication_role = replica (pg_restore, logical replication) changes the ETags too', async () => {
+      const bike = await write(first, 'POST', '/bikes/', newBike());
+      const before = (await get(first, '/bikes/all')).headers.etag as string;
+      const db = new Client({ connectionString: first.databaseUrl });
+      await db.connect();
+      try {
+        await db.query('BEGIN');
+        await db.query("SET LOCAL session_replication_role = 'replica'");
+        await db.query("UPDATE bikes SET title = 'Changed Title' WHERE id = $1", [bike.id]);
+        await db.query('COMMIT');
+      } finally {
+        await db.end();
+      }
+      expect((await get(first, '/bikes/all', { 'if-none-match': before })).status).toBe(200);
+    });
+
+    it.each([
+      ['a DELETE of no bike', 'DELETE', () => `/bikes/${randomUUID()}`, undefined],
+      ['a PATCH of no bike', 'PATCH', () => `/bikes/${randomUUID()}`, { vendor: 'Nobody' }],
+    ])('%s (404) leaves every list ETag as it was', async (_label, method, path, body) => {
+      const before = (await get(first, '/bikes/all')).headers.etag as string;
+      const headers: Record<string, string> = { authorization: `Bearer ${token}` };
+      if (body !== undefined) headers['content-type'] = 'application/json';
+      const res = await rawRequest(first.baseUrl, method, path(), headers, body && JSON.stringify(body));
+      expect(res.status).toBe(404);
+      expect((await get(first, '/bikes/all', { 'if-none-match': before })).status).toBe(304);
+    });
+
+    it('a tag of one catalog is never answered 304 by another, even at the same version and with the same bike', async () => {
+      // Two fresh catalogs, each with one bike made the same way: same version, same JSON.
+      const [a, b] = [await startTestService(), await startTestService()];
+      try {
+        const id = '00000000-0000-4000-8000-000000000001';
+        const same = { ...newBike(), id, title: 'Same Bike Everywhere', handle: 'same-bike-everywhere' };
+        for (const svc of [a, b]) {
+          const res = await rawRequest(
+            svc.baseUrl,
+            'PUT',
+            `/bikes/${id}`,
+            { authorization: `Bearer ${await svc.token()}`, 'content-type': 'application/json' },
+            JSON.stringify(same),
+          );
+          expect(res.status).toBe(200);
+        }
+        for (const path of ['/bikes/all', `/bikes/${id}`]) {
+          const fromA = await get(a, path);
+          const fromB = await get(b, path);
+          expect(fromB.body.toString('utf8')).toBe(fromA.body.toString('utf8'));
+          expect(fromB.headers.etag).not.toBe(fromA.headers.etag);
+          expect((await get(b, path, { 'if-none-match': fromA.headers.etag as string })).status).toBe(200);
+        }
+      } finally {
+        await a.stop();
+        await b.stop();
+      }
     });
 
     it('under concurrent writes on two instances, no client is ever answered 304 for a representation that changed', async () => {

@@ -112,6 +112,7 @@ describe('GET /openapi.json', () => {
       const app = createApp({
         bikes: createBikeRepository({ writes: pool }),
         bikesOnPrimary: createBikeRepository({ writes: pool }),
+        catalogId: randomUUID(),
         tokens: createTokens(svc.jwtSecret),
         logger: pino({ level: 'silent' }),
         readiness: databaseReadiness(pool),

@@ -1,0 +1,52 @@
+import { Client } from 'pg';
+import { countBikes } from './resilience/support/postgres';
+import { client, newBike } from './support/bikes';
+import { startTestService, type TestService } from './support/service';
+
+/**
+ * A 5xx means nothing was written (docs/decisions.md): PostgreSQL itself cuts off a statement
+ * that waits for a lock or runs too long, and rolls it back, before the service answers 503.
+ */
+describe('a write while another session holds a lock on the catalog', () => {
+  let svc: TestService;
+  let holder: Client;
+  beforeAll(async () => {
+    svc = await startTestService();
+  });
+  afterAll(() => svc.stop());
+  beforeEach(async () => {
+    holder = new Client({ connectionString: svc.databaseUrl });
+    await holder.connect();
+    // As an operator's psql session would be: no statement timeout of the service's role.
+    await holder.query('SET statement_timeout = 0');
+    await holder.query('BEGIN');
+  });
+  afterEach(() => holder.end());
+
+  it('when it holds an open transaction that updated no row, a create goes through: writers share no row', async () => {
+    await holder.query('UPDATE bikes SET title = title WHERE false');
+    const api = client(svc.baseUrl, await svc.token());
+    const started = Date.now();
+    const res = await api.request('POST', '/bikes/', { body: newBike() });
+    expect(res.status).toBe(200);
+    expect(Date.now() - started).toBeLessThan(4_000);
+    await holder.query('COMMIT');
+  });
+
+  it('when it holds the table itself, the create answers 503 with Retry-After, and the bike never appears', async () => {
+    await holder.query('LOCK TABLE bikes IN EXCLUSIVE MODE');
+    const before = await countBikes(svc.databaseUrl);
+    const bike = newBike();
+    const api = client(svc.baseUrl, await svc.token());
+    const res = await api.request('POST', '/bikes/', { body: bike });
+    expect(res.status).toBe(503);
+    expect(res.headers.get('retry-after')).toBe('1');
+
+    // The lock goes away: had the insert been left waiting on the server, it would commit now.
+    await holder.query('COMMIT');
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    expect(await countBikes(svc.databaseUrl)).toBe(before);
+    const search = await fetch(`${svc.baseUrl}/bikes/search/by-title?query=${encodeURIComponent(bike.title)}`);
+    expect(await search.json()).toEqual([]);
+  }, 30_000);
+});
