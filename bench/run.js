@@ -31,6 +31,7 @@ const TARGETS = {
   notModifiedMs: 5,
   compressedBytes: 0.15,
   compressedTime: 1.3,
+  versionCost: 0.9,
 };
 
 const { values: args } = parseArgs({
@@ -170,7 +171,7 @@ const READS = ['byId', 'byHandle', 'search'];
  * Both servers run side by side over the same database; they take turns, so the load each one
  * gets is measured close in time to the other's: shared machines drift, and ratios are what count.
  */
-async function measure(servers, samples, token) {
+async function measure(servers, samples, token, setVersionTrigger) {
   const [service, baseline] = servers;
   const out = { service: { results: {}, check: {} }, baseline: { results: {}, check: {} } };
   // The service checks the token; the baseline ignores it.
@@ -274,10 +275,25 @@ async function measure(servers, samples, token) {
     }
     out.service.results[key].ratios = rounds.service.map((r, i) => r.rps / rounds.baseline[i].rps);
   }
+
+  // What the catalog version costs writers: the service's creates with its trigger and without,
+  // in turns, on the same process and database (docs/decisions.md, rule 18).
+  const creates = { with: [], without: [] };
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const trigger of round % 2 ? ['without', 'with'] : ['with', 'without']) {
+      log(`POST /bikes/ ${trigger} the version trigger, round ${round + 1} of ${ROUNDS}, ${DURATION} s`);
+      await setVersionTrigger(trigger === 'with');
+      const result = await cannon(service.baseUrl, load('create'), DURATION);
+      creates[trigger].push(result.requests.total / result.duration);
+    }
+  }
+  await setVersionTrigger(true);
+  out.versionCost = { with: median(creates.with), without: median(creates.without) };
+  out.versionCost.ratios = creates.with.map((rps, i) => rps / creates.without[i]);
   return out;
 }
 
-function report({ service, baseline, compression, conditional }, samples) {
+function report({ service, baseline, compression, conditional, versionCost }, samples) {
   const f0 = (n) => n.toFixed(0);
   const f1 = (n) => n.toFixed(1);
   const f2 = (n) => n.toFixed(2);
@@ -371,10 +387,22 @@ function report({ service, baseline, compression, conditional }, samples) {
       name === '/bikes/all' ? `< ${TARGETS.notModifiedMs} ms: ${verdict(c.p50 < TARGETS.notModifiedMs)}` : '',
     ]);
   }
+  const versionRatio = median(versionCost.ratios);
+  const versionRows = [
+    ['POST /bikes/, service', 'with the version trigger req/s', 'without req/s', 'ratio (per round)', 'target'],
+    [
+      'creates',
+      f0(versionCost.with),
+      f0(versionCost.without),
+      `${f2(versionRatio)} (${versionCost.ratios.map(f2).join(' ')})`,
+      `>= ${TARGETS.versionCost}: ${verdict(versionRatio >= TARGETS.versionCost)}`,
+    ],
+  ];
   const same = sa.sha256 === ba.sha256 && READS.every((key) => service.check[key] === baseline.check[key]);
   const cpu = /^model name\s*:\s*(.*)$/m.exec(fs.readFileSync('/proc/cpuinfo', 'utf8'))?.[1] ?? 'unknown';
   console.log(`
 Bike catalog benchmark: ${COUNT} bikes, ${CONNECTIONS} connections, ${ROUNDS} rounds of ${DURATION} s per scenario and server (in turns), /bikes/all fetched ${FETCHES} times each
+PostgreSQL: durable, as users run it (fsync on, synchronous_commit on)
 Machine: nproc ${os.availableParallelism()}, ${cpu}, Node ${process.version}, ${os.platform()} ${os.release()}, load average ${os.loadavg().map(f2).join(' ')}
 /bikes/all body: ${(sa.bytes / 1e6).toFixed(1)} MB; selective search: ${samples.matchesPerSearch.toFixed(1)} matches per term on average
 Service and baseline answered identically: ${same ? 'yes' : 'NO'}
@@ -386,6 +414,8 @@ ${table(allRows)}
 ${table(compressionRows)}
 
 ${table(conditionalRows)}
+
+${table(versionRows)}
 `);
 }
 
@@ -424,7 +454,8 @@ async function explain(url) {
 async function main() {
   const workDir = tempWorkDir('bike-bench');
   log(`starting PostgreSQL in ${workDir}`);
-  const pg = await startEmbeddedPostgres({ dataDir: workDir, ephemeral: true });
+  // Durable, as users run it: fsync and synchronous_commit on.
+  const pg = await startEmbeddedPostgres({ dataDir: workDir });
   let stopping = false;
   const cleanUp = async () => {
     if (stopping) return;
@@ -461,7 +492,15 @@ async function main() {
       );
       const issued = await fetch(`${servers[0].baseUrl}/api/user`, { method: 'POST' });
       const { token } = await issued.json();
-      report(await measure(servers, samples, token), samples);
+      const admin = new Client({ connectionString: pg.adminUrl });
+      await admin.connect();
+      const setVersionTrigger = (enabled) =>
+        admin.query(`ALTER TABLE bikes ${enabled ? 'ENABLE ALWAYS' : 'DISABLE'} TRIGGER bikes_version_on_insert`);
+      try {
+        report(await measure(servers, samples, token, setVersionTrigger), samples);
+      } finally {
+        await admin.end();
+      }
     } finally {
       for (const server of servers) await server.stop();
     }

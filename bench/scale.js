@@ -78,7 +78,7 @@ async function load(instances, requests, duration) {
 async function main() {
   if (!fs.existsSync('/usr/sbin/pgbouncer')) throw new Error('pgbouncer is not installed (apt-get install pgbouncer)');
   const workDir = tempWorkDir('bike-scale');
-  const pg = await startEmbeddedPostgres({ dataDir: workDir, ephemeral: true });
+  const pg = await startEmbeddedPostgres({ dataDir: workDir });
   const stops = [];
   try {
     await migrate(pg.adminUrl);
