@@ -7,8 +7,9 @@ export interface Config {
   /** Unset: the service runs its own embedded PostgreSQL in `dataDir`. */
   databaseUrl: string | undefined;
   /**
-   * A direct connection for what needs a session (migrations, under an advisory lock) when
-   * DATABASE_URL points at a transaction pooler such as PgBouncer; unset, DATABASE_URL serves.
+   * Where migrations run, when not through DATABASE_URL: typically PostgreSQL itself as a role
+   * that may change the schema. Optional: migrations are safe through a transaction pooler such
+   * as PgBouncer (their lock is transaction-level); unset, DATABASE_URL serves.
    */
   directUrl: string | undefined;
   /** A streaming replica for the read routes; unset, reads go to DATABASE_URL. */

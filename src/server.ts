@@ -63,7 +63,8 @@ export async function startService(config: Config, logger: Logger): Promise<Serv
   const closePools = () => Promise.all(pools.map((pool) => closeWithin(pool, logger)));
   try {
     const jwtSecret = config.jwtSecret ?? loadOrCreateSecret(config.dataDir);
-    // Migrations take a session-level advisory lock: a direct connection, never a transaction pooler.
+    // Each migration takes its lock inside its own transaction, so directUrl may be a transaction
+    // pooler too; it is DATABASE_DIRECT_URL only when that is set (a role with more rights).
     const catalogId = await prepareWhenReachable(databaseServer, logger);
     const primary = connect('primary', databaseServer.url);
     const replica = databaseServer.replicaUrl

@@ -98,6 +98,31 @@ describe('the migration runner', () => {
     });
   });
 
+  describe("with a slow migration, and the database's own statement_timeout and lock_timeout far shorter", () => {
+    let dir: string;
+    beforeAll(() => {
+      dir = fs.mkdtempSync(path.join(os.tmpdir(), 'migrations-'));
+      fs.mkdirSync(path.join(dir, '001_slow'));
+      fs.writeFileSync(
+        path.join(dir, '001_slow', 'migration.sql'),
+        'SELECT pg_sleep(0.5);\nCREATE TABLE slow (id int);',
+      );
+    });
+    afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+    it('neither cuts the migration short nor gives up waiting for another instance applying it', async () => {
+      const url = await createEmptyTestDatabase();
+      const database = new URL(url).pathname.slice(1);
+      await query(url, `ALTER DATABASE ${database} SET statement_timeout = '50ms'`);
+      await query(url, `ALTER DATABASE ${database} SET lock_timeout = '50ms'`);
+      const results = await Promise.all(
+        Array.from({ length: 3 }, () => migrate(url, () => undefined, readMigrations(dir))),
+      );
+      expect(results.flat()).toEqual(['001_slow']);
+      expect((await recorded(url)).map((r) => r.migration_name)).toEqual(['001_slow']);
+    });
+  });
+
   it('refuses to go on when Prisma recorded a migration as started but never finished', async () => {
     const url = await createEmptyTestDatabase();
     await migrate(url);

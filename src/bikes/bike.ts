@@ -6,8 +6,9 @@ import * as yup from 'yup';
  * columns (src/bikes/columns.ts) all come from these schemas.
  *
  * Types are strict: "5" is not a number and "true" is not a boolean. Every string must be one
- * PostgreSQL can store as given (no U+0000, no lone UTF-16 surrogate), and every number finite
- * (JSON such as 1e999 parses to Infinity, which could not be read back as sent).
+ * PostgreSQL can store as given (no U+0000, no lone UTF-16 surrogate), and every number a finite
+ * double, stored as one (float8). A JSON number that has no nearest double (1e999 parses to
+ * Infinity, 1e-400 to 0) never gets here: the body reader refuses it (src/http/json-numbers.ts).
  */
 
 /** Strings PostgreSQL can store; written to mean the same with and without the regex `u` flag. */

@@ -55,7 +55,56 @@ interface AppliedRow {
   rolled_back_at: Date | null;
 }
 
-/** Applies the migrations not yet applied; returns their names. Safe to run from many processes at once. */
+/**
+ * Runs `work` in a transaction that first takes Prisma's migration lock, transaction-level: the
+ * lock lives and dies with the transaction, so it holds on the very server connection that does
+ * the work, whether DATABASE_URL is PostgreSQL itself or a pooler in transaction mode (where a
+ * session-level lock would stay behind on whichever server connection the pooler lent). Neither
+ * a statement_timeout nor a lock_timeout the role may carry applies inside: a migration, or the
+ * wait for another instance's, must not be cut short.
+ */
+async function underMigrationLock<T>(client: Client, work: () => Promise<T>): Promise<T> {
+  await client.query('BEGIN');
+  try {
+    await client.query('SET LOCAL statement_timeout = 0');
+    await client.query('SET LOCAL lock_timeout = 0');
+    await client.query('SELECT pg_advisory_xact_lock($1)', [PRISMA_MIGRATE_LOCK_KEY]);
+    const result = await work();
+    await client.query('COMMIT');
+    return result;
+  } catch (err) {
+    // On a broken connection the rollback fails too; the error worth reporting is the first.
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw err;
+  }
+}
+
+/** What `_prisma_migrations` says now, refused when Prisma recorded a migration that never finished. */
+async function appliedMigrations(client: Client): Promise<Map<string, AppliedRow>> {
+  const { rows } = await client.query<AppliedRow>(
+    'SELECT migration_name, checksum, finished_at, rolled_back_at FROM "_prisma_migrations"',
+  );
+  const failed = rows.find((row) => row.finished_at === null && row.rolled_back_at === null);
+  if (failed) {
+    throw new Error(
+      `migration ${failed.migration_name} failed earlier and was not rolled back; ` +
+        'fix the database by hand, then mark it with `prisma migrate resolve`',
+    );
+  }
+  return new Map(
+    rows
+      .filter((row) => row.finished_at !== null && row.rolled_back_at === null)
+      .map((row) => [row.migration_name, row]),
+  );
+}
+
+/**
+ * Applies the migrations not yet applied; returns their names. Safe to run from many processes at
+ * once, through PgBouncer in transaction mode too: each migration is one transaction that takes
+ * the lock, reads again what is applied (another instance may have applied it meanwhile), and
+ * then applies it and records it, or leaves it. Creating `_prisma_migrations` is such a
+ * transaction too.
+ */
 export async function migrate(
   databaseUrl: string,
   log: (message: string) => void = () => undefined,
@@ -64,54 +113,38 @@ export async function migrate(
   const client = new Client({ connectionString: databaseUrl });
   await client.connect();
   try {
-    // Session-level lock: held across the per-migration transactions below, released on disconnect.
-    await client.query('SELECT pg_advisory_lock($1)', [PRISMA_MIGRATE_LOCK_KEY]);
-    await client.query(CREATE_MIGRATIONS_TABLE);
-    const { rows } = await client.query<AppliedRow>(
-      'SELECT migration_name, checksum, finished_at, rolled_back_at FROM "_prisma_migrations"',
-    );
-    const failed = rows.find((row) => row.finished_at === null && row.rolled_back_at === null);
-    if (failed) {
-      throw new Error(
-        `migration ${failed.migration_name} failed earlier and was not rolled back; ` +
-          'fix the database by hand, then mark it with `prisma migrate resolve`',
-      );
-    }
-    const applied = new Map(
-      rows
-        .filter((row) => row.finished_at !== null && row.rolled_back_at === null)
-        .map((row) => [row.migration_name, row]),
-    );
-
+    await underMigrationLock(client, () => client.query(CREATE_MIGRATIONS_TABLE));
     const newlyApplied: string[] = [];
     for (const migration of migrations) {
-      const done = applied.get(migration.name);
-      if (done) {
-        if (done.checksum !== migration.checksum) {
-          log(`warning: migration ${migration.name} was edited after it was applied`);
+      const applied = await underMigrationLock(client, async () => {
+        const done = (await appliedMigrations(client)).get(migration.name);
+        if (done) {
+          if (done.checksum !== migration.checksum) {
+            log(`warning: migration ${migration.name} was edited after it was applied`);
+          }
+          return false;
         }
-        continue;
+        // The whole migration and its record commit together, or not at all.
+        const id = randomUUID();
+        try {
+          await client.query(
+            'INSERT INTO "_prisma_migrations" (id, checksum, migration_name, started_at) VALUES ($1, $2, $3, now())',
+            [id, migration.checksum, migration.name],
+          );
+          await client.query(migration.sql);
+          await client.query(
+            'UPDATE "_prisma_migrations" SET finished_at = now(), applied_steps_count = 1 WHERE id = $1',
+            [id],
+          );
+        } catch (err) {
+          throw new Error(`migration ${migration.name} failed: ${(err as Error).message}`, { cause: err });
+        }
+        return true;
+      });
+      if (applied) {
+        log(`applied migration ${migration.name}`);
+        newlyApplied.push(migration.name);
       }
-      const id = randomUUID();
-      // The whole migration and its record commit together, or not at all.
-      await client.query('BEGIN');
-      try {
-        await client.query(
-          'INSERT INTO "_prisma_migrations" (id, checksum, migration_name, started_at) VALUES ($1, $2, $3, now())',
-          [id, migration.checksum, migration.name],
-        );
-        await client.query(migration.sql);
-        await client.query(
-          'UPDATE "_prisma_migrations" SET finished_at = now(), applied_steps_count = 1 WHERE id = $1',
-          [id],
-        );
-        await client.query('COMMIT');
-      } catch (err) {
-        await client.query('ROLLBACK');
-        throw new Error(`migration ${migration.name} failed: ${(err as Error).message}`, { cause: err });
-      }
-      log(`applied migration ${migration.name}`);
-      newlyApplied.push(migration.name);
     }
     return newlyApplied;
   } finally {
@@ -186,11 +219,10 @@ export async function prepareDatabase(
   const client = new Client({ connectionString: server.directUrl });
   await client.connect();
   try {
-    await client.query('BEGIN');
-    await client.query('SELECT pg_advisory_xact_lock($1)', [PRISMA_MIGRATE_LOCK_KEY]);
-    await configureServiceRole(client, roleOf(server.url), log);
-    const catalogId = await catalogIdentity(client);
-    await client.query('COMMIT');
+    const catalogId = await underMigrationLock(client, async () => {
+      await configureServiceRole(client, roleOf(server.url), log);
+      return catalogIdentity(client);
+    });
     return { applied, catalogId };
   } finally {
     await client.end();

@@ -4,6 +4,7 @@ import bodyParser from 'koa-bodyparser';
 import getRawBody from 'raw-body';
 import typeis from 'type-is';
 import { HttpError } from './errors';
+import { numberWithoutDouble } from './json-numbers';
 
 export const BODY_LIMIT_BYTES = 1024 * 1024;
 const BODY_LIMIT = '1mb';
@@ -53,8 +54,9 @@ function parserFor(charset: string): Koa.Middleware {
 }
 
 /**
- * The body of a request, as docs/decisions.md rule 12 reads it: `{}` when empty; refused with
- * `invalid` (400, or 404 on PUT) when it cannot be read faithfully; 413 over 1 MB, unread.
+ * The body of a request, as docs/decisions.md rules 12 and 27 read it: `{}` when empty; refused
+ * with `invalid` (400, or 404 on PUT) when it cannot be read faithfully (a number with no nearest
+ * double included); 413 over 1 MB, unread.
  */
 export async function readBody(ctx: Koa.Context, invalid: number): Promise<unknown> {
   // Closing after a 413, or after a body abandoned half-read (bad gzip), keeps the unread rest
@@ -81,5 +83,8 @@ export async function readBody(ctx: Koa.Context, invalid: number): Promise<unkno
   // Unread (the parser judged the type otherwise), or a byte its charset does not define, which
   // iconv-lite turned into U+FFFD: either way not the client's data.
   if (typeof text !== 'string' || (!UNICODE_CHARSET.test(charset) && text.includes('\uFFFD'))) throw refuse();
+  // A number JSON.parse turned into 0 or Infinity (1e-400, 1e400), anywhere in the body: not
+  // the client's number either (rule 27).
+  if (kind === 'json' && numberWithoutDouble(text) !== undefined) throw refuse();
   return ctx.request.body;
 }

@@ -1,4 +1,4 @@
-import { STATUS_CODES } from 'node:http';
+import { type OutgoingHttpHeaders, STATUS_CODES } from 'node:http';
 import type Koa from 'koa';
 import { isDatabaseUnavailable } from '../db/errors';
 import type { Logger } from '../logger';
@@ -24,15 +24,32 @@ function statusOf(err: unknown): number {
 }
 
 /**
+ * The headers as they were (`before`, a copy taken earlier): those set since are removed, those
+ * changed or removed since are put back.
+ */
+function restoreHeaders(ctx: Koa.Context, before: OutgoingHttpHeaders): void {
+  for (const name of ctx.res.getHeaderNames()) ctx.remove(name);
+  for (const [name, value] of Object.entries(before)) {
+    if (value !== undefined) ctx.set(name, typeof value === 'number' ? String(value) : value);
+  }
+}
+
+/**
  * The one place errors become responses: a status code and its reason phrase as plain text,
  * never a JSON body (docs/decisions.md, rule 15). Unexpected errors are logged; a database that
- * is not answering is a 503 with Retry-After.
+ * is not answering is a 503 with Retry-After. An error answer carries the headers set before
+ * this middleware was entered (the request id, CORS, Vary) and its own, never those of the
+ * answer it replaces: a list that set its ETag and Cache-Control before its rows failed must not
+ * hand them to a 503.
  */
 export function errorHandler(logger: Logger): Koa.Middleware {
   return async (ctx, next) => {
+    // A copy (getHeaders() makes one) of the few headers outer middleware set: cheap.
+    const before = ctx.res.getHeaders();
     try {
       await next();
     } catch (err) {
+      restoreHeaders(ctx, before);
       const status = statusOf(err);
       if (status === 500) logger.error({ err }, 'unexpected error');
       else if (status === 503) logger.warn({ err: (err as Error)?.message }, 'database unavailable');

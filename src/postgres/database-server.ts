@@ -5,8 +5,8 @@ export interface DatabaseServer {
   /** Where the service's queries go (DATABASE_URL, or the embedded server as the service's own role). */
   url: string;
   /**
-   * For what needs a session and may need more rights (migrations): DATABASE_DIRECT_URL, or
-   * `url`; with the embedded server, its superuser.
+   * For what may need more rights (migrations): DATABASE_DIRECT_URL, or `url`; with the
+   * embedded server, its superuser. A transaction pooler will do: nothing here needs a session.
    */
   directUrl: string;
   /** A streaming replica for reads (DATABASE_REPLICA_URL), if any. */

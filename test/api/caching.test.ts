@@ -4,6 +4,7 @@ import { Client } from 'pg';
 import type { Bike } from '../../src/bikes/bike';
 import { newBike } from '../support/bikes';
 import { startTestService, type TestService } from '../support/service';
+import { waitFor } from '../support/wait';
 import { type RawReply, rawRequest } from './helpers';
 
 /**
@@ -252,6 +253,57 @@ describe('the read routes, for clients that poll', () => {
         }
       }
     });
+  });
+
+  describe('an answer that fails after its ETag was set', () => {
+    /** The service's session whose query waits for a lock on bikes (the rows of a list), if any. */
+    async function blockedRowsQuery(admin: Client, lockHolder: number): Promise<number | undefined> {
+      const { rows } = await admin.query<{ pid: number }>(
+        `SELECT pid FROM pg_stat_activity
+          WHERE datname = current_database() AND wait_event_type = 'Lock'
+            AND query ~* 'from "?bikes"?' AND pid <> $1`,
+        [lockHolder],
+      );
+      return rows[0]?.pid;
+    }
+
+    // The version is read (and the ETag and Cache-Control set) before the rows; the rows query
+    // then waits on a lock and is cancelled, which the service answers 503 (database unavailable).
+    it.each(['/bikes/all', '/bikes/search/by-title?query=e'])(
+      '%s: the 503 carries neither the ETag nor Cache-Control of the answer it replaced',
+      async (path) => {
+        const locker = new Client({ connectionString: first.databaseUrl });
+        const admin = new Client({ connectionString: first.databaseUrl });
+        await locker.connect();
+        await admin.connect();
+        try {
+          const { rows } = await locker.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+          await locker.query('BEGIN');
+          await locker.query('LOCK TABLE bikes IN ACCESS EXCLUSIVE MODE');
+          const reply = get(first, path, { 'x-request-id': 'etag-then-failure' });
+          const pid = await waitFor(
+            'the rows query to wait for the lock',
+            () => blockedRowsQuery(admin, rows[0].pid),
+            20_000,
+          );
+          await admin.query('SELECT pg_cancel_backend($1)', [pid]);
+          const res = await reply;
+          expect(res.status).toBe(503);
+          expect(res.body.toString('utf8')).toBe('Service Unavailable');
+          expect(res.headers['content-type']).toMatch(/^text\/plain/);
+          expect(res.headers.etag).toBeUndefined();
+          expect(res.headers['cache-control']).toBeUndefined();
+          // The error's own headers, and those set before the request reached the routes, stay.
+          expect(res.headers['retry-after']).toBe('1');
+          expect(res.headers['x-request-id']).toBe('etag-then-failure');
+        } finally {
+          await locker.query('COMMIT').catch(() => undefined);
+          await locker.end();
+          await admin.end();
+        }
+        expect((await get(first, path)).status).toBe(200);
+      },
+    );
   });
 
   describe('compression', () => {

@@ -120,22 +120,25 @@ describe('POST /bikes/ (create)', () => {
       expect(stored).toEqual(bike);
     });
 
-    it.each(EXACT_NUMBERS)('reads the number %p back exactly, as totalInventory and as prices', async (n) => {
-      const negated = n === 0 ? 0 : -n;
-      const fields = newBike({
-        totalInventory: n,
-        priceRange: {
-          minPrice: { amount: n, currencyCode: 'USD' },
-          maxPrice: { amount: negated, currencyCode: 'EUR' },
-        },
-      });
-      const bike = await api.create(fields);
-      expect(bike).toEqual(expectedBike(fields, bike.id, bike.handle));
-      const stored = await api.find(bike.id);
-      expect(stored?.totalInventory).toBe(n);
-      expect(stored?.priceRange.minPrice.amount).toBe(n);
-      expect(stored?.priceRange.maxPrice.amount).toBe(negated);
-    });
+    it.each(EXACT_NUMBERS)(
+      'reads the double %p back as the same double, as totalInventory and as prices',
+      async (n) => {
+        const negated = n === 0 ? 0 : -n;
+        const fields = newBike({
+          totalInventory: n,
+          priceRange: {
+            minPrice: { amount: n, currencyCode: 'USD' },
+            maxPrice: { amount: negated, currencyCode: 'EUR' },
+          },
+        });
+        const bike = await api.create(fields);
+        expect(bike).toEqual(expectedBike(fields, bike.id, bike.handle));
+        const stored = await api.find(bike.id);
+        expect(stored?.totalInventory).toBe(n);
+        expect(stored?.priceRange.minPrice.amount).toBe(n);
+        expect(stored?.priceRange.maxPrice.amount).toBe(negated);
+      },
+    );
 
     it('reads numbers written in exponent form back as the same numbers (1e308, -2.5E-3)', async () => {
       const fields = newBike();

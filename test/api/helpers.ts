@@ -296,7 +296,7 @@ export const NUL_FIELDS = [
   'priceRange.maxPrice.currencyCode',
 ];
 
-/** Numbers that must read back exactly as sent. */
+/** Doubles, sent as JSON.stringify writes them: each must read back as the same double (rule 27). */
 export const EXACT_NUMBERS = [
   -1,
   -273.15,

@@ -156,7 +156,7 @@ describe('PATCH /bikes/<id> (partial update)', () => {
       expect(await api.find(bike.id)).toEqual({ ...bike, title: 'Form Title', vendor: 'Form & Vendor' });
     });
 
-    it.each(EXACT_NUMBERS)('reads the number %p back exactly', async (n) => {
+    it.each(EXACT_NUMBERS)('reads the double %p back as the same double', async (n) => {
       const bike = await api.create();
       const priceRange = { minPrice: { amount: n, currencyCode: 'USD' }, maxPrice: { amount: n, currencyCode: 'USD' } };
       const res = await api.request('PATCH', `/bikes/${bike.id}`, { json: { totalInventory: n, priceRange } });

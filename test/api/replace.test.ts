@@ -140,7 +140,7 @@ describe('PUT /bikes/<id> (replace)', () => {
       expectExactShape(await api.find(bike.id));
     });
 
-    it.each(EXACT_NUMBERS)('reads the number %p back exactly', async (n) => {
+    it.each(EXACT_NUMBERS)('reads the double %p back as the same double', async (n) => {
       const bike = await api.create();
       const body = replacement(bike.id, {
         totalInventory: n,

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { Client } from 'pg';
+import { readMigrations } from '../../src/db/migrate';
 import type { Bike } from '../../src/bikes/bike';
 import { client, issueToken, newBike } from '../support/bikes';
 import { createEmptyTestDatabase } from '../support/databases';
@@ -12,7 +13,7 @@ if (why) console.log(`pgbouncer.test.ts skipped: ${why}`);
 /**
  * DATABASE_URL pointing at a real PgBouncer (Debian's 1.18) in transaction pooling mode, where a
  * connection is the client's only for one transaction: no session state, no named prepared
- * statements. Migrations, which take a session-level advisory lock, use DATABASE_DIRECT_URL.
+ * statements. Migrations lock inside each of their transactions, so they may run through it too.
  */
 (why ? describe.skip : describe)('the service through PgBouncer in transaction pooling mode', () => {
   let direct: string;
@@ -21,7 +22,8 @@ if (why) console.log(`pgbouncer.test.ts skipped: ${why}`);
   let api: ReturnType<typeof client>;
 
   beforeAll(async () => {
-    // A database nothing has migrated yet: the service must migrate it through the direct URL.
+    // A database nothing has migrated yet, migrated here through the direct URL (for a role with
+    // more rights, as in docker-compose.scale.yml).
     direct = await createEmptyTestDatabase();
     bouncer = await startPgBouncer(direct);
     svc = await spawnService({
@@ -92,3 +94,57 @@ if (why) console.log(`pgbouncer.test.ts skipped: ${why}`);
     );
   });
 });
+
+(why ? describe.skip : describe)(
+  'migrations through PgBouncer in transaction mode, with no DATABASE_DIRECT_URL',
+  () => {
+    const INSTANCES = 4;
+    let direct: string;
+    let bouncer: Bouncer;
+    let services: ServiceProcess[] = [];
+
+    beforeAll(async () => {
+      direct = await createEmptyTestDatabase();
+      bouncer = await startPgBouncer(direct);
+    }, 60_000);
+    afterAll(async () => {
+      for (const svc of services) svc.child.kill('SIGTERM');
+      await Promise.all(services.map((svc) => svc.exited));
+      await bouncer?.stop();
+    });
+
+    it(`${INSTANCES} services started at once on an empty database all serve, and each migration is applied once`, async () => {
+      // Fewer server connections (4) than waiting migrators would not matter either: the one
+      // holding the lock already has its connection.
+      const env = {
+        DATABASE_URL: bouncer.url,
+        DATABASE_DIRECT_URL: '',
+        JWT_SECRET: randomBytes(32).toString('base64url'),
+      };
+      const started = await Promise.allSettled(
+        Array.from({ length: INSTANCES }, () => spawnService(env, { timeoutMs: 90_000 })),
+      );
+      services = started.flatMap((result) => (result.status === 'fulfilled' ? [result.value] : []));
+      expect(started.filter((result) => result.status === 'rejected')).toEqual([]);
+
+      for (const svc of services) expect((await fetch(`${svc.baseUrl}/readyz`)).status).toBe(200);
+      // One catalog: a bike made through one instance reads back through every other.
+      const created = await client(services[0].baseUrl, await issueToken(services[0].baseUrl)).create(newBike());
+      for (const svc of services) {
+        expect(await (await client(svc.baseUrl).request('GET', `/bikes/${created.id}`)).json()).toEqual(created);
+      }
+
+      const db = new Client({ connectionString: direct });
+      await db.connect();
+      try {
+        const { rows } = await db.query<{ migration_name: string; times: number; finished: boolean }>(
+          `SELECT migration_name, count(*)::int AS times, bool_and(finished_at IS NOT NULL AND rolled_back_at IS NULL) AS finished
+           FROM "_prisma_migrations" GROUP BY migration_name ORDER BY migration_name`,
+        );
+        expect(rows).toEqual(readMigrations().map((m) => ({ migration_name: m.name, times: 1, finished: true })));
+      } finally {
+        await db.end();
+      }
+    }, 150_000);
+  },
+);
