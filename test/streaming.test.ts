@@ -1,7 +1,9 @@
 import { randomUUID } from 'node:crypto';
+import http from 'node:http';
 import { Client } from 'pg';
 import type { Bike } from '../src/bikes/bike';
 import { LIST_BATCH_SIZE } from '../src/bikes/repository';
+import { seedBikes } from './resilience/support/postgres';
 import { client } from './support/bikes';
 import { startTestService, type TestService } from './support/service';
 import { waitFor } from './support/wait';
@@ -90,53 +92,17 @@ async function insertBikes(databaseUrl: string, bikes: Bike[]): Promise<void> {
 const eventually = <T>(what: string, probe: () => Promise<T | undefined>) => waitFor(what, probe, 15_000, 20);
 
 /**
- * Holds the bikes table so that the service's queries on it queue behind a lock, which lets a
- * test stop the service between two batches and end one of its queries from outside.
+ * The service's session that serves a list from its snapshot (a REPEATABLE READ transaction), once
+ * it sits idle in that transaction: the response is out and held back by a client that reads
+ * nothing, so more batches are still to come.
  */
-class TableLock {
-  private constructor(
-    private readonly db: Client,
-    readonly pid: number,
-  ) {}
-
-  static async open(databaseUrl: string): Promise<TableLock> {
-    const db = new Client({ connectionString: databaseUrl });
-    await db.connect();
-    const { rows } = await db.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
-    return new TableLock(db, rows[0].pid);
-  }
-
-  /** Resolves once this session holds the lock; until then it waits in the lock queue. */
-  async take(): Promise<void> {
-    await this.db.query('BEGIN');
-    await this.db.query('LOCK TABLE bikes IN ACCESS EXCLUSIVE MODE');
-  }
-
-  async release(): Promise<void> {
-    await this.db.query('COMMIT');
-  }
-
-  async close(): Promise<void> {
-    await this.db.end();
-  }
-}
-
-/** Sessions of this database, other than the given ones, whose query waits for a lock on bikes. */
-async function blockedServiceQuery(admin: Client, ignore: number[]): Promise<number | undefined> {
+async function stalledListSession(admin: Client): Promise<number | undefined> {
   const { rows } = await admin.query<{ pid: number }>(
     `SELECT pid FROM pg_stat_activity
-      WHERE datname = current_database() AND wait_event_type = 'Lock'
-        AND query ~* 'from "?bikes"?' AND NOT (pid = ANY($1::int[]))`,
-    [ignore],
+      WHERE datname = current_database() AND pid <> pg_backend_pid()
+        AND state = 'idle in transaction' AND query ~* 'from "?bikes"?'`,
   );
   return rows[0]?.pid;
-}
-
-async function isWaitingForLock(admin: Client, pid: number): Promise<true | undefined> {
-  const { rows } = await admin.query(`SELECT 1 FROM pg_stat_activity WHERE pid = $1 AND wait_event_type = 'Lock'`, [
-    pid,
-  ]);
-  return rows.length > 0 ? true : undefined;
 }
 
 describe('streamed arrays over a catalog larger than one batch', () => {
@@ -213,58 +179,49 @@ describe('streamed arrays over a catalog larger than one batch', () => {
   });
 
   describe('when the database fails', () => {
+    /** Enough bikes that a client that reads nothing holds the list back: socket buffers cannot take it all. */
+    const LARGE_CATALOG = 60_000;
+    let large: TestService;
     let admin: Client;
     beforeAll(async () => {
-      admin = new Client({ connectionString: svc.databaseUrl });
+      large = await startTestService();
+      await seedBikes(large.databaseUrl, LARGE_CATALOG, 'Road Stalled');
+      admin = new Client({ connectionString: large.databaseUrl });
       await admin.connect();
+    }, 60_000);
+    afterAll(async () => {
+      await admin.end();
+      await large.stop();
     });
-    afterAll(() => admin.end());
 
     /**
-     * Lets the service's batch queries through one at a time, each queued behind a table lock
-     * that is handed on to the next lock before it is released, until the response status is
-     * out and another batch waits: that query is ended from outside.
+     * Asks for `path` and reads nothing of the body, so the service stops between two batches,
+     * inside its snapshot; then ends its database session from outside, and reads the body.
      */
-    async function failAfterTheStatus(path: string, encoding: string): Promise<Response> {
-      let lock = await TableLock.open(svc.databaseUrl);
-      const locks = [lock];
-      try {
-        await lock.take();
-        const response = fetch(`${svc.baseUrl}${path}`, { headers: { 'accept-encoding': encoding } });
-        let statusSent = false;
-        void response.then(
-          () => (statusSent = true),
-          () => undefined,
-        );
-        for (;;) {
-          const waiting = await eventually('a batch waits', () =>
-            blockedServiceQuery(
-              admin,
-              locks.map((l) => l.pid),
-            ),
-          );
-          if (!statusSent) await Promise.race([response, new Promise((resolve) => setTimeout(resolve, 200))]);
-          if (statusSent) {
-            await admin.query('SELECT pg_terminate_backend($1)', [waiting]);
-            return await response;
-          }
-          const next = await TableLock.open(svc.databaseUrl);
-          locks.push(next);
-          const taken = next.take();
-          await eventually('the next lock waits', () => isWaitingForLock(admin, next.pid));
-          await lock.release();
-          await taken;
-          lock = next;
-        }
-      } finally {
-        await lock.release().catch(() => undefined);
-        for (const l of locks) await l.close();
-      }
+    async function failAfterTheStatus(
+      path: string,
+      encoding: string,
+    ): Promise<{ status: number; body: Promise<string> }> {
+      const response = await new Promise<http.IncomingMessage>((resolve, reject) =>
+        http.get(`${large.baseUrl}${path}`, { headers: { 'accept-encoding': encoding } }, resolve).on('error', reject),
+      );
+      response.pause();
+      const session = await eventually('the list to wait for its client', () => stalledListSession(admin));
+      await admin.query('SELECT pg_terminate_backend($1)', [session]);
+      const body = new Promise<string>((resolve, reject) => {
+        let text = '';
+        response.on('data', (chunk) => (text += chunk));
+        response.on('end', () => (response.complete ? resolve(text) : reject(new Error('response cut short'))));
+        response.on('error', reject);
+        response.on('aborted', () => reject(new Error('response aborted')));
+      });
+      response.resume();
+      return { status: response.statusCode ?? 0, body };
     }
 
     it.each([
       ['/bikes/all', 'identity'],
-      ['/bikes/all', 'gzip'],
+      ['/bikes/all', 'br'],
       ['/bikes/search/by-title?query=Road', 'identity'],
       ['/bikes/search/by-title?query=Road', 'br'],
     ])(
@@ -272,28 +229,40 @@ describe('streamed arrays over a catalog larger than one batch', () => {
       async (path, encoding) => {
         const res = await failAfterTheStatus(path, encoding);
         expect(res.status).toBe(200);
-        await expect(res.text()).rejects.toThrow();
+        await expect(res.body).rejects.toThrow();
 
         // The pool replaces the lost connection: the next request is whole again.
-        const again = await getArray(path);
+        const again = await fetch(`${large.baseUrl}${path}`);
         expect(again.status).toBe(200);
-        expect(JSON.parse(again.text).length).toBeGreaterThan(2 * LIST_BATCH_SIZE);
+        expect(((await again.json()) as unknown[]).length).toBe(LARGE_CATALOG);
       },
+      60_000,
     );
 
     it('before the first batch, it answers 503 with no array at all', async () => {
-      const lock = await TableLock.open(svc.databaseUrl);
+      const holder = new Client({ connectionString: large.databaseUrl });
+      await holder.connect();
       try {
-        await lock.take();
-        const response = fetch(`${svc.baseUrl}/bikes/all`);
-        const batch1 = await eventually('the first batch waits', () => blockedServiceQuery(admin, [lock.pid]));
-        await admin.query('SELECT pg_terminate_backend($1)', [batch1]);
+        // The list's first query waits behind this lock until its session is ended.
+        await holder.query('SET lock_timeout = 0');
+        await holder.query('BEGIN');
+        await holder.query('LOCK TABLE catalog_version_slots IN ACCESS EXCLUSIVE MODE');
+        const response = fetch(`${large.baseUrl}/bikes/all`);
+        const waiting = await eventually('the list to wait for the lock', async () => {
+          const { rows } = await admin.query<{ pid: number }>(
+            `SELECT pid FROM pg_stat_activity
+              WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> $1`,
+            [(await holder.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0].pid],
+          );
+          return rows[0]?.pid;
+        });
+        await admin.query('SELECT pg_terminate_backend($1)', [waiting]);
         const res = await response;
         expect(res.status).toBe(503);
         expect(await res.text()).not.toMatch(/^\[/);
       } finally {
-        await lock.release();
-        await lock.close();
+        await holder.query('ROLLBACK');
+        await holder.end();
       }
     });
   });

@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import type { Pool } from 'pg';
-import type { Reads } from '../db/replica';
+import { poolReads, type Query, type Reads } from '../db/replica';
 import { kysely, prepare, type Statement } from '../db/sql';
 import type { Bike, BikeFields, BikePatch } from './bike';
 import { BIKE_COLUMNS, type BikeRow, toBike, toColumns } from './columns';
@@ -68,11 +68,12 @@ function escapeLike(term: string): string {
 export type BikeRepository = ReturnType<typeof createBikeRepository>;
 
 /** Writes go to `writes`, the primary; reads to `reads`, which may be a replica. */
-export function createBikeRepository({ writes, reads = writes }: { writes: Pool; reads?: Reads }) {
-  const run = async <Row>(statement: Statement<Row>, values: unknown[], pool: Reads = reads): Promise<Row[]> =>
-    (await pool.query<Row & object>(statement.text, values)).rows;
-  const one = async (statement: Statement<BikeRow>, values: unknown[], pool?: Reads): Promise<Bike | null> => {
-    const [row] = await run(statement, values, pool);
+export function createBikeRepository({ writes, reads = poolReads(writes) }: { writes: Pool; reads?: Reads }) {
+  const onPrimary: Query = (text, values) => writes.query(text, values);
+  const run = async <Row>(statement: Statement<Row>, values: unknown[], query: Query = reads.query): Promise<Row[]> =>
+    (await query<Row & object>(statement.text, values)).rows;
+  const one = async (statement: Statement<BikeRow>, values: unknown[], query?: Query): Promise<Bike | null> => {
+    const [row] = await run(statement, values, query);
     return row ? toBike(row) : null;
   };
   const allColumns = (id: string, handle: string, fields: BikeFields) => {
@@ -82,7 +83,7 @@ export function createBikeRepository({ writes, reads = writes }: { writes: Pool;
 
   return {
     create: async (id: string, handle: string, fields: BikeFields) =>
-      (await one(statements.create, allColumns(id, handle, fields), writes)) as Bike,
+      (await one(statements.create, allColumns(id, handle, fields), onPrimary)) as Bike,
 
     findById: (id: string) => one(statements.byId, [id]),
 
@@ -94,38 +95,46 @@ export function createBikeRepository({ writes, reads = writes }: { writes: Pool;
 
     /**
      * Bikes oldest first, optionally only those whose title contains a term: the catalog's
-     * version, which every committed write changes, and then, when iterated, the bikes in
-     * batches. Both come from one database (reads.pin), the version first: rows from the same
-     * place or later can only be newer than it, never older.
+     * version, which every committed write changes, and the bikes in batches, all from one
+     * snapshot of one database (Reads.snapshot), so the version stands for exactly these rows.
+     * The version and the first batch are read at once (a replica that cannot serve them leaves
+     * the list to the primary); the rest as `batches` is iterated. `close` ends the snapshot
+     * early (a 304 reads no rows); iterating to the end, or stopping, ends it too.
      */
     async list({ titleContains = '', batchSize = LIST_BATCH_SIZE } = {}) {
-      const source = reads.pin?.() ?? reads;
-      const [{ version }] = await run(statements.catalogVersion, [], source);
       const pattern = titleContains ? `%${escapeLike(titleContains)}%` : undefined;
+      const batchAfter = (query: Query, after: string) =>
+        pattern === undefined
+          ? run(statements.batch, [after, batchSize], query)
+          : run(statements.titleBatch, [pattern, after, batchSize], query);
+      const { begun, snapshot } = await reads.snapshot(async (query) => {
+        const [{ version }] = await run(statements.catalogVersion, [], query);
+        return { version: String(version), first: await batchAfter(query, BEFORE_FIRST_SEQ) };
+      });
       async function* batches(): AsyncGenerator<Bike[]> {
-        let after = BEFORE_FIRST_SEQ;
-        for (;;) {
-          const rows =
-            pattern === undefined
-              ? await run(statements.batch, [after, batchSize], source)
-              : await run(statements.titleBatch, [pattern, after, batchSize], source);
-          if (rows.length > 0) yield rows.map(toBike);
-          if (rows.length < batchSize) return;
-          // int8 comes back from pg as a string; it goes back as a parameter unchanged.
-          after = rows[rows.length - 1].seq;
+        try {
+          let rows = begun.first;
+          for (;;) {
+            if (rows.length > 0) yield rows.map(toBike);
+            if (rows.length < batchSize) return;
+            // int8 comes back from pg as a string; it goes back as a parameter unchanged.
+            rows = await batchAfter(snapshot.query, rows[rows.length - 1].seq);
+          }
+        } finally {
+          await snapshot.close();
         }
       }
-      return { version: String(version), batches: batches() };
+      return { version: begun.version, batches: batches(), close: () => snapshot.close() };
     },
 
     /** Stores the bike under `id`, replacing what was there but keeping its place; creates it if absent. */
     replace: async (id: string, handle: string, fields: BikeFields) =>
-      (await one(statements.replace, allColumns(id, handle, fields), writes)) as Bike,
+      (await one(statements.replace, allColumns(id, handle, fields), onPrimary)) as Bike,
 
     /** Writes only the given fields; null when there is no such bike. */
     async patch(id: string, patch: BikePatch): Promise<Bike | null> {
       const columns = toColumns(patch);
-      if (Object.keys(columns).length === 0) return one(statements.byId, [id], writes);
+      if (Object.keys(columns).length === 0) return one(statements.byId, [id], onPrimary);
       // Only the columns of the fields present: concurrent PATCHes of other fields are kept.
       const { sql: text, parameters } = kysely
         .updateTable('bikes')

@@ -1,16 +1,93 @@
-import type { Pool, QueryResult, QueryResultRow } from 'pg';
+import type { Pool, PoolClient, QueryResult, QueryResultRow } from 'pg';
 import { databaseErrors, databaseReads, replicaLag } from '../metrics';
-import { isDatabaseUnavailable } from './errors';
+import { withinTime } from '../timeout';
 
 /** Reads go to the replica while it is at most this far behind the primary. */
 export const MAX_REPLICA_LAG_MS = 2_000;
 const CHECK_EVERY_MS = 250;
+/** A check that takes longer marks the replica unusable (the next one starts once it settles). */
+const CHECK_TIMEOUT_MS = 1_000;
+
+export type Query = <Row extends QueryResultRow>(text: string, values: unknown[]) => Promise<QueryResult<Row>>;
+
+/**
+ * One consistent view of one database: a checked-out connection in a REPEATABLE READ READ ONLY
+ * transaction, for a list's version and all its rows. It holds the connection until `close`,
+ * at most for the pool's cut-off (30 s: QUERY_TIMEOUT_MS in pool.ts), after which the
+ * connection is cancelled and closed, and a list still streaming from it is cut.
+ */
+export interface Snapshot {
+  query: Query;
+  /** Ends the transaction and gives the connection back; safe to call more than once. */
+  close(): Promise<void>;
+}
 
 /** Where the read routes' queries run. */
 export interface Reads {
-  query<Row extends QueryResultRow>(text: string, values: unknown[]): Promise<QueryResult<Row>>;
-  /** Reads that stay on one database, for queries that must agree (a list's version and rows). */
-  pin?(): Reads;
+  query: Query;
+  /**
+   * A snapshot, with `begin`'s result: what a read needs to know it can go on (a list's version
+   * and first rows). A failure there still falls back to the primary; one after it cannot.
+   */
+  snapshot<T>(begin: (query: Query) => Promise<T>): Promise<{ begun: T; snapshot: Snapshot }>;
+}
+
+async function openSnapshot<T>(
+  pool: Pool,
+  begin: (query: Query) => Promise<T>,
+): Promise<{ begun: T; snapshot: Snapshot }> {
+  const client: PoolClient = await pool.connect();
+  // A connection that dies while the snapshot waits for its client (checked out, so the pool does
+  // not listen) must not crash the process: the next query on it fails, and close() discards it.
+  const ignore = () => undefined;
+  client.on('error', ignore);
+  const giveBack = (err?: unknown) => {
+    client.off('error', ignore);
+    client.release(err === undefined ? undefined : err instanceof Error ? err : true);
+  };
+  try {
+    await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+  } catch (err) {
+    giveBack(err);
+    throw err;
+  }
+  let closed = false;
+  const snapshot: Snapshot = {
+    query: (text, values) => client.query(text, values),
+    async close() {
+      if (closed) return;
+      closed = true;
+      try {
+        await client.query('COMMIT');
+        giveBack();
+      } catch (err) {
+        // A connection whose transaction state is unknown is not given back to the pool.
+        giveBack(err);
+      }
+    },
+  };
+  try {
+    return { begun: await begin(snapshot.query), snapshot };
+  } catch (err) {
+    await snapshot.close();
+    throw err;
+  }
+}
+
+/** Reads on one pool: the primary's, when no replica is configured or a client asks for it. */
+export function poolReads(pool: Pool, counted = 'primary'): Reads {
+  return {
+    async query(text, values) {
+      const result = await pool.query(text, values);
+      databaseReads.inc({ pool: counted });
+      return result;
+    },
+    async snapshot(begin) {
+      const opened = await openSnapshot(pool, begin);
+      databaseReads.inc({ pool: counted });
+      return opened;
+    },
+  };
 }
 
 /** A WAL position ('16/B374D848') as a number of bytes. */
@@ -20,67 +97,69 @@ const lsn = (text: string) => {
 };
 
 /**
- * Reads on the replica while it answers and keeps up, otherwise on the primary, and back on the
- * replica once it recovers: a replica that is down or lagging never causes a 5xx. The lag is
- * measured without clocks: the primary's WAL position is noted at every check, and the replica
- * is as far behind as the oldest position it has not replayed yet.
+ * Reads on the replica while it is one (in recovery), of the primary's cluster (the same system
+ * identifier), answers, and keeps up; otherwise on the primary, and back on the replica once it
+ * qualifies again. Any error of the replica's falls back to the primary for that read: a replica
+ * that is down, hangs, was promoted, belongs elsewhere or lacks a table never causes a 5xx. The
+ * lag is measured without clocks: the primary's WAL position is noted at every check, and the
+ * replica is as far behind as the oldest position it has not replayed yet. Checks never overlap.
  */
-export function replicaReads(primary: Pool, replica: Pool): Reads & { stop(): void } {
+export function replicaReads(primaryPool: Pool, replicaPool: Pool): Reads & { stop(): void } {
+  const primary = poolReads(primaryPool);
+  const fallback = poolReads(primaryPool, 'primary-fallback');
+  const replica = poolReads(replicaPool, 'replica');
   let usable = false;
   const positions: { at: number; lsn: bigint }[] = [];
 
+  const measure = async () => {
+    const [{ rows: onPrimary }, { rows: onReplica }] = await Promise.all([
+      primaryPool.query<{ lsn: string; system: string }>(
+        'SELECT pg_current_wal_lsn()::text AS lsn, (SELECT system_identifier::text FROM pg_control_system()) AS system',
+      ),
+      replicaPool.query<{ lsn: string | null; recovering: boolean; system: string }>(
+        `SELECT pg_last_wal_replay_lsn()::text AS lsn, pg_is_in_recovery() AS recovering,
+                (SELECT system_identifier::text FROM pg_control_system()) AS system`,
+      ),
+    ]);
+    const now = Date.now();
+    positions.push({ at: now, lsn: lsn(onPrimary[0].lsn) });
+    while (positions.length > 2 && now - positions[1].at > MAX_REPLICA_LAG_MS) positions.shift();
+    const { lsn: replayedText, recovering, system } = onReplica[0];
+    const replayed = replayedText === null ? -1n : lsn(replayedText);
+    const behind = positions.find((position) => position.lsn > replayed);
+    const lagMs = behind ? now - behind.at : 0;
+    replicaLag.set(lagMs / 1000);
+    usable = recovering && system === onPrimary[0].system && replayedText !== null && lagMs <= MAX_REPLICA_LAG_MS;
+  };
+  let checking: Promise<void> | undefined;
   const check = async () => {
-    try {
-      const [{ rows: onPrimary }, { rows: onReplica }] = await Promise.all([
-        primary.query<{ lsn: string }>('SELECT pg_current_wal_lsn()::text AS lsn'),
-        replica.query<{ lsn: string | null }>('SELECT pg_last_wal_replay_lsn()::text AS lsn'),
-      ]);
-      const now = Date.now();
-      positions.push({ at: now, lsn: lsn(onPrimary[0].lsn) });
-      while (positions.length > 2 && now - positions[1].at > MAX_REPLICA_LAG_MS) positions.shift();
-      const replayed = onReplica[0].lsn === null ? -1n : lsn(onReplica[0].lsn);
-      const behind = positions.find((position) => position.lsn > replayed);
-      const lagMs = behind ? now - behind.at : 0;
-      replicaLag.set(lagMs / 1000);
-      // Not a replica at all (no replay position): never read from it.
-      usable = onReplica[0].lsn !== null && lagMs <= MAX_REPLICA_LAG_MS;
-    } catch {
+    const measuring = measure().catch(() => {
       usable = false;
-    }
+    });
+    if ((await withinTime(measuring, CHECK_TIMEOUT_MS)) === 'timeout') usable = false;
+    await measuring; // a replica that hangs holds this check, and no other starts meanwhile
   };
-  const timer = setInterval(() => void check(), CHECK_EVERY_MS);
+  const tick = () => {
+    checking ??= check().finally(() => (checking = undefined));
+  };
+  const timer = setInterval(tick, CHECK_EVERY_MS);
   timer.unref();
-  void check();
+  tick();
 
-  /**
-   * Reads on the replica while it works, then (and for good) on the primary: a switch from the
-   * replica to the primary is the only one, so queries that follow read no older data.
-   */
-  const pinned = (): Reads => {
-    let onReplica = usable;
-    return {
-      async query<Row extends QueryResultRow>(text: string, values: unknown[]) {
-        if (onReplica) {
-          try {
-            const result = await replica.query<Row>(text, values);
-            databaseReads.inc({ pool: 'replica' });
-            return result;
-          } catch (err) {
-            if (!isDatabaseUnavailable(err)) throw err;
-            onReplica = usable = false;
-            databaseErrors.inc({ pool: 'replica' });
-          }
-        }
-        const result = await primary.query<Row>(text, values);
-        databaseReads.inc({ pool: 'primary' });
-        return result;
-      },
-    };
-  };
+  /** `read` on the replica while it qualifies, else (or when it fails in any way) on the primary. */
+  async function preferReplica<T>(read: (reads: Reads) => Promise<T>): Promise<T> {
+    if (!usable) return read(primary);
+    try {
+      return await read(replica);
+    } catch {
+      databaseErrors.inc({ pool: 'replica' });
+      return read(fallback);
+    }
+  }
 
   return {
-    query: (text, values) => pinned().query(text, values),
-    pin: pinned,
+    query: (text, values) => preferReplica((reads) => reads.query(text, values)),
+    snapshot: (begin) => preferReplica((reads) => reads.snapshot(begin)),
     stop: () => clearInterval(timer),
   };
 }

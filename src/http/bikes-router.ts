@@ -95,13 +95,13 @@ export function bikesRouter(
   router.param('id', (id, _ctx, next) => (id.toLowerCase() === 'all' ? undefined : next()));
 
   // Reads answer 304 to a client whose copy is current (see conditional.ts). A list's ETag is
-  // the catalog version, read before the rows, so a write it misses makes a later version.
+  // the catalog version, read in the same snapshot as the rows, so it stands for exactly them.
   router.get(
     '/all',
     route(BIKE_POLICIES.listBikes, async (ctx) => {
-      const { version, batches } = await reader(ctx).list();
-      if (notModified(ctx, tags.list(version))) return;
-      await sendBikeArray(ctx, batches);
+      const list = await reader(ctx).list();
+      if (notModified(ctx, tags.list(list.version))) return list.close();
+      await sendBikeArray(ctx, list.batches);
     }),
   );
 
@@ -109,9 +109,9 @@ export function bikesRouter(
     '/search/by-title',
     route(BIKE_POLICIES.searchBikesByTitle, async (ctx) => {
       const term = searchTerm(ctx);
-      const { version, batches } = await reader(ctx).list({ titleContains: term });
-      if (notModified(ctx, tags.list(version, term))) return;
-      await sendBikeArray(ctx, batches);
+      const list = await reader(ctx).list({ titleContains: term });
+      if (notModified(ctx, tags.list(list.version, term))) return list.close();
+      await sendBikeArray(ctx, list.batches);
     }),
   );
 

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import net from 'node:net';
 import path from 'node:path';
 import { Client } from 'pg';
 import pino from 'pino';
@@ -169,4 +170,190 @@ const eventually = <T>(what: string, probe: () => Promise<T | undefined>) => wai
       return (await reads('replica')) > onReplica ? true : undefined;
     });
   });
+});
+
+/**
+ * A replica that cannot serve a read in any way (it hangs, it was promoted, it is not of the
+ * primary's cluster, it lacks the tables) never causes a 5xx: the read goes to the primary.
+ */
+(why ? describe.skip : describe)('a replica that cannot serve', () => {
+  let primary: Postgres15;
+  let replica: Postgres15;
+  const services: Service[] = [];
+  let bike: Bike;
+
+  /** The service with DATABASE_REPLICA_URL at `replicaUrl`, and a client of it. */
+  async function serviceReadingFrom(replicaUrl: string) {
+    const config = readConfig({
+      PORT: '0',
+      DATABASE_URL: primary.url('bikes'),
+      DATABASE_REPLICA_URL: replicaUrl,
+      JWT_SECRET: randomBytes(32).toString('base64url'),
+    });
+    const service = await startService(config, pino({ level: 'silent' }));
+    services.push(service);
+    const baseUrl = `http://127.0.0.1:${service.port}`;
+    return { baseUrl, api: client(baseUrl, await issueToken(baseUrl)) };
+  }
+
+  /** Every read route, answered 200 with the bike the primary has. */
+  async function expectReadsFromThePrimary(baseUrl: string): Promise<void> {
+    const api = client(baseUrl, '');
+    for (const path of [`/bikes/${bike.id}`, `/bikes/by-handle/${encodeURIComponent(bike.handle)}`]) {
+      const res = await api.request('GET', path);
+      expect({ path, status: res.status }).toEqual({ path, status: 200 });
+      expect(await res.json()).toEqual(bike);
+    }
+    for (const path of ['/bikes/all', `/bikes/search/by-title?query=${encodeURIComponent(bike.title)}`]) {
+      const res = await api.request('GET', path);
+      expect({ path, status: res.status }).toEqual({ path, status: 200 });
+      expect(await res.json()).toContainEqual(bike);
+    }
+  }
+
+  beforeAll(async () => {
+    primary = await startPrimary();
+    const admin = new Client({ connectionString: primary.url('postgres') });
+    await admin.connect();
+    await admin.query('CREATE DATABASE bikes');
+    await admin.end();
+    replica = await startReplica(primary);
+    const { api } = await serviceReadingFrom(replica.url('bikes'));
+    bike = await api.create(newBike());
+  }, 120_000);
+  afterAll(async () => {
+    replica?.signalAll('resume');
+    for (const service of services) await service.stop();
+    await replica?.stop();
+    await primary?.stop();
+    replica?.remove();
+    primary?.remove();
+  }, 60_000);
+
+  it('when the replica URL names a database that was never migrated, every read answers 200 from the primary', async () => {
+    // The replica's own "postgres" database: in recovery, of the right cluster, without a table.
+    const { baseUrl } = await serviceReadingFrom(replica.url('postgres'));
+    await expectReadsFromThePrimary(baseUrl);
+  });
+
+  it('when the replica is of another cluster, it is never read', async () => {
+    const stranger = await startPrimary();
+    try {
+      const admin = new Client({ connectionString: stranger.url('postgres') });
+      await admin.connect();
+      await admin.query('CREATE DATABASE bikes');
+      await admin.end();
+      const { baseUrl } = await serviceReadingFrom(stranger.url('bikes'));
+      await expectReadsFromThePrimary(baseUrl);
+    } finally {
+      await stranger.stop();
+      stranger.remove();
+    }
+  }, 60_000);
+
+  it('when the replica hangs, reads answer 200 from the primary within seconds, and none is a 5xx', async () => {
+    const { baseUrl } = await serviceReadingFrom(replica.url('bikes'));
+    await expectReadsFromThePrimary(baseUrl);
+    replica.signalAll('hang');
+    try {
+      // Reads already sent to it wait for the pool's cut-off; new ones go to the primary once a
+      // check has timed out (about a second).
+      await sleep(2_000);
+      const started = Date.now();
+      await expectReadsFromThePrimary(baseUrl);
+      expect(Date.now() - started).toBeLessThan(5_000);
+    } finally {
+      replica.signalAll('resume');
+    }
+  }, 60_000);
+
+  it('when the replica is promoted, it is no longer read: a row written only there never shows', async () => {
+    const { baseUrl } = await serviceReadingFrom(replica.url('bikes'));
+    const promoted = new Client({ connectionString: replica.url('bikes') });
+    await promoted.connect();
+    try {
+      await promoted.query('SELECT pg_promote()');
+      await promoted.query("UPDATE bikes SET title = 'Written on the promoted replica' WHERE id = $1", [bike.id]);
+    } finally {
+      await promoted.end();
+    }
+    await sleep(1_000);
+    await expectReadsFromThePrimary(baseUrl);
+  }, 60_000);
+});
+
+/**
+ * Behind one replica URL, a balancer that sends each new connection to the next of two replicas,
+ * one of which has stopped replaying: every list still comes from one server, so one ETag never
+ * stands for two different lists.
+ */
+(why ? describe.skip : describe)('a replica URL that alternates between two replicas', () => {
+  let primary: Postgres15;
+  const replicas: Postgres15[] = [];
+  let balancer: net.Server;
+  let service: Service;
+
+  beforeAll(async () => {
+    primary = await startPrimary();
+    const admin = new Client({ connectionString: primary.url('postgres') });
+    await admin.connect();
+    await admin.query('CREATE DATABASE bikes');
+    await admin.end();
+    replicas.push(await startReplica(primary), await startReplica(primary));
+    let next = 0;
+    balancer = net.createServer((socket) => {
+      const upstream = net.connect(replicas[next++ % 2].port, '127.0.0.1');
+      socket.pipe(upstream).pipe(socket);
+      socket.on('error', () => upstream.destroy());
+      upstream.on('error', () => socket.destroy());
+    });
+    await new Promise<void>((resolve) => balancer.listen(0, '127.0.0.1', resolve));
+    const replicaUrl = new URL(replicas[0].url('bikes'));
+    replicaUrl.port = String((balancer.address() as net.AddressInfo).port);
+    const config = readConfig({
+      PORT: '0',
+      DATABASE_URL: primary.url('bikes'),
+      DATABASE_REPLICA_URL: replicaUrl.toString(),
+      JWT_SECRET: randomBytes(32).toString('base64url'),
+    });
+    service = await startService(config, pino({ level: 'silent' }));
+  }, 120_000);
+  afterAll(async () => {
+    await service?.stop();
+    balancer?.close();
+    for (const replica of replicas) {
+      await replica.stop();
+      replica.remove();
+    }
+    await primary?.stop();
+    primary?.remove();
+  }, 60_000);
+
+  it('never answers one list ETag with two different lists while the replicas disagree', async () => {
+    const baseUrl = `http://127.0.0.1:${service.port}`;
+    const api = client(baseUrl, await issueToken(baseUrl));
+    await api.create(newBike());
+    const lagging = new Client({ connectionString: replicas[1].url('postgres') });
+    await lagging.connect();
+    const seen = new Map<string, string>();
+    try {
+      await lagging.query('SELECT pg_wal_replay_pause()');
+      for (let i = 0; i < 8; i++) {
+        await api.create(newBike());
+        const lists = await Promise.all(Array.from({ length: 4 }, () => api.request('GET', '/bikes/all')));
+        for (const res of lists) {
+          expect(res.status).toBe(200);
+          const tag = res.headers.get('etag') as string;
+          const body = await res.text();
+          expect({ tag, body: seen.get(tag) ?? body }).toEqual({ tag, body });
+          seen.set(tag, body);
+        }
+      }
+    } finally {
+      await lagging.query('SELECT pg_wal_replay_resume()');
+      await lagging.end();
+    }
+    // Both replicas answered lists: the test saw more than one list per version.
+    expect(seen.size).toBeGreaterThan(1);
+  }, 60_000);
 });

@@ -1,4 +1,4 @@
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
@@ -121,6 +121,8 @@ export interface Postgres15 {
   /** Stops it (fast shutdown), or kills it outright (SIGKILL). */
   stop(how?: 'fast' | 'kill'): Promise<void>;
   start(): Promise<void>;
+  /** SIGSTOP (`hang`) or SIGCONT (`resume`) to the server and every process of it: a server that hangs. */
+  signalAll(how: 'hang' | 'resume'): void;
   remove(): void;
 }
 
@@ -139,6 +141,13 @@ function postgres15(dir: string, port: number, readOnly: boolean): Postgres15 {
     async stop(how = 'fast') {
       if (child) await stopped(child, how === 'kill' ? 'SIGKILL' : 'SIGINT');
       if (how === 'kill') await new Promise((resolve) => setTimeout(resolve, 200)); // its backends go too
+    },
+    signalAll(how) {
+      if (!child?.pid) return;
+      const backends = spawnSync('pgrep', ['-P', String(child.pid)], { encoding: 'utf8' }).stdout;
+      for (const pid of [child.pid, ...backends.split('\n').filter(Boolean).map(Number)]) {
+        process.kill(pid, how === 'hang' ? 'SIGSTOP' : 'SIGCONT');
+      }
     },
     /** Removes its data directory and the temporary directory holding it. */
     remove: () => fs.rmSync(path.dirname(dir), { recursive: true, force: true }),
