@@ -35,7 +35,7 @@ export const databaseErrors = new Counter({
 
 export const databaseReads = new Counter({
   name: 'db_reads_total',
-  help: 'Read queries with a replica configured, by the pool that answered them (primary or replica)',
+  help: 'Reads (a query, or a list snapshot), by where they were served: replica, primary, or primary-fallback (the replica failed)',
   labelNames: ['pool'],
   registers: [registry],
 });
