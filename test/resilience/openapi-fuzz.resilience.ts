@@ -111,6 +111,15 @@ function isObject(value: unknown): boolean {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
+/**
+ * A value as one path segment. "." and ".." would be dot-segments, which the URL parser removes
+ * before the request is sent (RFC 3986, 5.2.4): percent-encoded, they reach the server as a value.
+ */
+function pathSegment(value: string): string {
+  const encoded = encodeURIComponent(value);
+  return encoded === '.' || encoded === '..' ? encoded.replaceAll('.', '%2E') : encoded;
+}
+
 describe('requests generated from /openapi.json', () => {
   let svc: TestService;
   let document: Document;
@@ -210,7 +219,7 @@ describe('requests generated from /openapi.json', () => {
           const params: Record<string, string> = path.includes('{')
             ? { ...(await freshBike()), ...probe.params }
             : probe.params;
-          const url = path.replace(/\{(\w+)\}/g, (_, name: string) => encodeURIComponent(params[name]));
+          const url = path.replace(/\{(\w+)\}/g, (_, name: string) => pathSegment(params[name]));
           const headers: Record<string, string> = {};
           if (probe.token === 'valid') headers.authorization = `Bearer ${token}`;
           if (probe.token === 'forged') headers.authorization = `Bearer ${token.slice(0, -2)}xx`;
