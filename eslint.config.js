@@ -27,6 +27,33 @@ const nodeGlobals = Object.fromEntries(
   ].map((name) => [name, 'readonly']),
 );
 
+/**
+ * The arrows between the folders of src/ (docs/architecture.md): each folder lists the folders
+ * and top-level modules of ours it must not import, so a wrong arrow fails `npm run lint`.
+ */
+const LAYERS = {
+  postgres: ['http', 'bikes', 'db', 'auth', 'cli', 'app', 'server', 'config', 'metrics'],
+  db: ['http', 'bikes', 'postgres', 'auth', 'cli', 'app', 'server', 'config', 'logger'],
+  bikes: ['http', 'postgres', 'auth', 'cli', 'app', 'server', 'config', 'logger', 'metrics'],
+  auth: ['http', 'bikes', 'db', 'postgres', 'cli', 'app', 'server', 'config', 'logger', 'metrics'],
+  http: ['postgres', 'cli', 'app', 'server', 'config'],
+  cli: ['http', 'app', 'server'],
+};
+const layerRules = Object.entries(LAYERS).map(([folder, forbidden]) => ({
+  files: [`src/${folder}/**/*.ts`],
+  rules: {
+    'no-restricted-imports': [
+      'error',
+      {
+        patterns: forbidden.map((name) => ({
+          group: [`../${name}`, `../${name}/**`, `**/src/${name}`, `**/src/${name}/**`],
+          message: `src/${folder} may not import src/${name} (docs/architecture.md: folders and what each may import).`,
+        })),
+      },
+    ],
+  },
+}));
+
 module.exports = defineConfig([
   globalIgnores(['dist/', 'coverage/', '.data/', 'src/generated/']),
   js.configs.recommended,
@@ -45,5 +72,6 @@ module.exports = defineConfig([
     languageOptions: { sourceType: 'commonjs', globals: nodeGlobals },
     rules: { '@typescript-eslint/no-require-imports': 'off' },
   },
+  ...layerRules,
   prettier,
 ]);
