@@ -5,6 +5,7 @@ import type { Bike } from '../src/bikes/bike';
 import { LIST_BATCH_SIZE } from '../src/bikes/repository';
 import { seedBikes } from './resilience/support/postgres';
 import { client } from './support/bikes';
+import { readMetrics, valueOf } from './support/metrics';
 import { startTestService, type TestService } from './support/service';
 import { waitFor } from './support/wait';
 
@@ -193,6 +194,38 @@ describe('streamed arrays over a catalog larger than one batch', () => {
       await admin.end();
       await large.stop();
     });
+
+    it('a list that ends early (HEAD, or a client gone mid-stream, compressed or not) gives its connection back at once', async () => {
+      const checkedOut = async () => {
+        const families = await readMetrics(large.baseUrl);
+        return (
+          valueOf(families, 'db_pool_clients', { pool: 'primary', state: 'total' }) -
+          valueOf(families, 'db_pool_clients', { pool: 'primary', state: 'idle' })
+        );
+      };
+      // More than the pool's connections, so one held by each would leave none for the next read.
+      for (let i = 0; i < 12; i++) {
+        expect((await fetch(`${large.baseUrl}/bikes/all`, { method: 'HEAD' })).status).toBe(200);
+        for (const encoding of ['identity', 'gzip']) {
+          await new Promise<void>((resolve, reject) =>
+            http
+              .get(`${large.baseUrl}/bikes/all`, { headers: { 'accept-encoding': encoding } }, (res) => {
+                res.once('data', () => {
+                  res.destroy();
+                  resolve();
+                });
+              })
+              .on('error', reject),
+          );
+        }
+      }
+      await eventually('every list connection to be back in the pool', async () =>
+        (await checkedOut()) === 0 ? true : undefined,
+      );
+      const started = Date.now();
+      expect((await fetch(`${large.baseUrl}/bikes/${randomUUID()}`)).status).toBe(404);
+      expect(Date.now() - started).toBeLessThan(1_000);
+    }, 60_000);
 
     /**
      * Asks for `path` and reads nothing of the body, so the service stops between two batches,

@@ -39,7 +39,14 @@ async function sendBikeArray(ctx: Koa.Context, batches: AsyncGenerator<Bike[]>):
     }
     yield ']';
   }
-  ctx.body = Readable.from(chunks(), { objectMode: false });
+  const body = Readable.from(chunks(), { objectMode: false });
+  // However the response ends (whole, cut, HEAD, a compressor in between), the batches end with
+  // it, and with them the list's snapshot and its connection (a HEAD never starts `chunks`).
+  ctx.res.once('close', () => {
+    body.destroy();
+    void batches.return(undefined);
+  });
+  ctx.body = body;
 }
 
 /** One bike, or 304 when the client's copy is current. */
