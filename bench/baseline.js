@@ -18,6 +18,15 @@ const { statements, LIST_BATCH_SIZE: BATCH } = require('../dist/bikes/repository
 const { BIKE_COLUMNS, toBike, toColumns } = require('../dist/bikes/columns.js');
 
 const SQL = Object.fromEntries(Object.entries(statements).map(([name, statement]) => [name, statement.text]));
+// The service writes through Prisma Client (docs/decisions.md, Prisma Client); the baseline sends
+// plain SQL of the same effect: one INSERT, one INSERT ... ON CONFLICT, returning the bike.
+const QUOTED = BIKE_COLUMNS.map((column) => `"${column}"`);
+const RETURNING = `returning ${QUOTED.join(', ')}`;
+const INSERT = `insert into "bikes" (${QUOTED.join(', ')}) values (${QUOTED.map((_, i) => `$${i + 1}`).join(', ')})`;
+SQL.create = `${INSERT} ${RETURNING}`;
+SQL.replace =
+  `${INSERT} on conflict ("id") do update set ` +
+  `${QUOTED.map((column) => `${column} = "excluded".${column}`).join(', ')}, "updated_at" = now() ${RETURNING}`;
 const BEFORE_FIRST_SEQ = '-9223372036854775808';
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 

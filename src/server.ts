@@ -8,6 +8,7 @@ import { type Config, ConfigError, readConfig } from './config';
 import { isDatabaseUnavailable } from './db/errors';
 import { prepareDatabase } from './db/migrate';
 import { connectPool } from './db/pool';
+import { createPrismaClient } from './db/prisma';
 import { databaseReadiness } from './db/readiness';
 import { replicaReads } from './db/replica';
 import { listen } from './http/listener';
@@ -70,9 +71,11 @@ export async function startService(config: Config, logger: Logger): Promise<Serv
     const replica = databaseServer.replicaUrl
       ? replicaReads(primary, connect('replica', databaseServer.replicaUrl))
       : undefined;
+    // One Prisma Client, for the writes, on the primary's pool: no second pool to size or drain.
+    const prisma = createPrismaClient(primary);
     const app = createApp({
-      bikes: createBikeRepository({ writes: primary, reads: replica }),
-      bikesOnPrimary: createBikeRepository({ writes: primary }),
+      bikes: createBikeRepository({ prisma, writes: primary, reads: replica }),
+      bikesOnPrimary: createBikeRepository({ prisma, writes: primary }),
       catalogId,
       tokens: createTokens(jwtSecret),
       logger,

@@ -1,11 +1,18 @@
 import { sql } from 'kysely';
 import type { Pool } from 'pg';
+import { Prisma } from '../generated/prisma/client.ts';
+import type { PrismaClient } from '../db/prisma';
 import { poolReads, type Query, type Reads } from '../db/replica';
 import { kysely, prepare, type Statement } from '../db/sql';
 import type { Bike, BikeFields, BikePatch } from './bike';
-import { BIKE_COLUMNS, type BikeRow, toBike, toColumns } from './columns';
+import { BIKE_COLUMNS, type BikeRow, toBike } from './columns';
+import { BIKE_SELECT, fromModelFields, toModelFields, toModelPatch } from './model';
 
-/** The catalog's storage, in Bike objects; every statement compiled once, checked against the table. */
+/**
+ * The catalog's storage, in Bike objects. Writes go through Prisma Client's model API; the hot
+ * reads are SQL compiled once, checked against the table, on the same pool (docs/decisions.md,
+ * Prisma Client).
+ */
 
 /** Rows per list or search batch: memory holds one batch at a time however large the catalog is. */
 export const LIST_BATCH_SIZE = 250;
@@ -19,8 +26,6 @@ const HANDLE = '\0handle';
 const AFTER = '\0after';
 const PATTERN = '\0pattern';
 const LIMIT = -1;
-// (Typed as the row they stand in for: only their places in the statement matter.)
-const VALUES = Object.fromEntries(BIKE_COLUMNS.map((column) => [column, `\0${column}`])) as unknown as BikeRow;
 
 const selectBikes = () => kysely.selectFrom('bikes').select(BIKE_COLUMNS);
 
@@ -38,22 +43,6 @@ export const statements = {
     AFTER,
     LIMIT,
   ),
-  create: prepare(kysely.insertInto('bikes').values(VALUES).returning(BIKE_COLUMNS), ...Object.values(VALUES)),
-  /** PUT: the bike takes the id's row, keeping its place (seq), or a new one. */
-  replace: prepare(
-    kysely
-      .insertInto('bikes')
-      .values(VALUES)
-      .onConflict((conflict) =>
-        conflict.column('id').doUpdateSet((eb) => ({
-          ...Object.fromEntries(BIKE_COLUMNS.map((column) => [column, eb.ref(`excluded.${column}`)])),
-          updated_at: sql<Date>`now()`,
-        })),
-      )
-      .returning(BIKE_COLUMNS),
-    ...Object.values(VALUES),
-  ),
-  delete: prepare(kysely.deleteFrom('bikes').where('id', '=', ID), ID),
   /** The sum of the version slots, which every committed change to bikes bumps: what the list ETags are made of. */
   catalogVersion: prepare(
     kysely.selectFrom('catalog_version_slots').select((eb) => eb.fn.sum<string>('version').as('version')),
@@ -67,8 +56,22 @@ function escapeLike(term: string): string {
 
 export type BikeRepository = ReturnType<typeof createBikeRepository>;
 
-/** Writes go to `writes`, the primary; reads to `reads`, which may be a replica. */
-export function createBikeRepository({ writes, reads = poolReads(writes) }: { writes: Pool; reads?: Reads }) {
+/** Prisma's "no record found" for an update or a delete whose where matched no row. */
+const isRecordNotFound = (err: unknown) => err instanceof Prisma.PrismaClientKnownRequestError && err.code === 'P2025';
+
+/**
+ * Writes go through `prisma`, built on `writes`, the primary; reads to `reads`, which may be a
+ * replica, or else the primary.
+ */
+export function createBikeRepository({
+  prisma,
+  writes,
+  reads = poolReads(writes),
+}: {
+  prisma: PrismaClient;
+  writes: Pool;
+  reads?: Reads;
+}) {
   const onPrimary: Query = (text, values) => writes.query(text, values);
   const run = async <Row>(statement: Statement<Row>, values: unknown[], query: Query = reads.query): Promise<Row[]> =>
     (await query<Row & object>(statement.text, values)).rows;
@@ -76,14 +79,13 @@ export function createBikeRepository({ writes, reads = poolReads(writes) }: { wr
     const [row] = await run(statement, values, query);
     return row ? toBike(row) : null;
   };
-  const allColumns = (id: string, handle: string, fields: BikeFields) => {
-    const row = toColumns({ id, handle, ...fields });
-    return BIKE_COLUMNS.map((column) => row[column]);
-  };
 
   return {
-    create: async (id: string, handle: string, fields: BikeFields) =>
-      (await one(statements.create, allColumns(id, handle, fields), onPrimary)) as Bike,
+    /** One INSERT ... RETURNING the bike's columns. */
+    create: async (id: string, handle: string, fields: BikeFields): Promise<Bike> =>
+      fromModelFields(
+        await prisma.bike.create({ data: toModelFields({ id, handle, ...fields }), select: BIKE_SELECT }),
+      ),
 
     findById: (id: string) => one(statements.byId, [id]),
 
@@ -127,29 +129,43 @@ export function createBikeRepository({ writes, reads = poolReads(writes) }: { wr
       return { version: begun.version, batches: batches(), close: () => snapshot.close() };
     },
 
-    /** Stores the bike under `id`, replacing what was there but keeping its place; creates it if absent. */
-    replace: async (id: string, handle: string, fields: BikeFields) =>
-      (await one(statements.replace, allColumns(id, handle, fields), onPrimary)) as Bike,
-
-    /** Writes only the given fields; null when there is no such bike. */
-    async patch(id: string, patch: BikePatch): Promise<Bike | null> {
-      const columns = toColumns(patch);
-      if (Object.keys(columns).length === 0) return one(statements.byId, [id], onPrimary);
-      // Only the columns of the fields present: concurrent PATCHes of other fields are kept.
-      const { sql: text, parameters } = kysely
-        .updateTable('bikes')
-        .set({ ...columns, updated_at: sql<Date>`now()` })
-        .where('id', '=', id)
-        .returning(BIKE_COLUMNS)
-        .compile();
-      const { rows } = await writes.query<BikeRow>(text, [...parameters]);
-      return rows.length > 0 ? toBike(rows[0]) : null;
+    /**
+     * Stores the bike under `id`, replacing what was there but keeping its place (seq), or
+     * creates it: Prisma runs this upsert as one INSERT ... ON CONFLICT (id) DO UPDATE, and sets
+     * updatedAt (@updatedAt) either way.
+     */
+    async replace(id: string, handle: string, fields: BikeFields): Promise<Bike> {
+      const data = toModelFields({ id, handle, ...fields });
+      return fromModelFields(
+        await prisma.bike.upsert({ where: { id }, create: data, update: data, select: BIKE_SELECT }),
+      );
     },
 
-    /** False when there was no such bike. */
+    /**
+     * Writes only the given fields (and updatedAt); null when there is no such bike. `update` is
+     * one UPDATE ... RETURNING, and a missing bike is Prisma's P2025: the common case costs one
+     * round trip, where updateMany and a read back would take a transaction of four.
+     */
+    async patch(id: string, patch: BikePatch): Promise<Bike | null> {
+      const data = toModelPatch(patch);
+      if (Object.values(data).every((value) => value === undefined)) return one(statements.byId, [id], onPrimary);
+      try {
+        return fromModelFields(await prisma.bike.update({ where: { id }, data, select: BIKE_SELECT }));
+      } catch (err) {
+        if (isRecordNotFound(err)) return null;
+        throw err;
+      }
+    },
+
+    /** False when there was no such bike (one DELETE ... RETURNING; a missing bike is P2025). */
     async delete(id: string): Promise<boolean> {
-      const { rowCount } = await writes.query(statements.delete.text, [id]);
-      return (rowCount ?? 0) > 0;
+      try {
+        await prisma.bike.delete({ where: { id }, select: { id: true } });
+        return true;
+      } catch (err) {
+        if (isRecordNotFound(err)) return false;
+        throw err;
+      }
     },
   };
 }

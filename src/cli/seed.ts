@@ -7,14 +7,15 @@ import { createBikeRepository } from '../bikes/repository';
 import { readConfig } from '../config';
 import { prepareDatabase } from '../db/migrate';
 import { connectPool } from '../db/pool';
+import { createPrismaClient } from '../db/prisma';
 import { createLogger } from '../logger';
 import { openDatabaseServer } from '../postgres/database-server';
 
 /**
  * npm run db:seed [-- --count 25] [-- --seed 42]: adds realistic bikes to the catalog, through
- * the same repository the API writes with, in DATABASE_URL or the embedded database. Applies
- * pending migrations first, so it works on a database nothing has touched yet. `--seed` makes
- * the bikes the same on every run.
+ * the same repository the API writes with (Prisma Client's create), in DATABASE_URL or the
+ * embedded database. Applies pending migrations first, so it works on a database nothing has
+ * touched yet. `--seed` makes the bikes the same on every run.
  */
 
 const USAGE = 'usage: npm run db:seed -- [--count <1-100000>] [--seed <integer>]';
@@ -90,7 +91,7 @@ async function main(): Promise<void> {
     await prepareDatabase(server, (message) => logger.info(message));
     const pool = connectPool(server.url, (err) => logger.warn({ err: err.message }, 'database connection lost'));
     try {
-      const bikes = createBikeRepository({ writes: pool });
+      const bikes = createBikeRepository({ prisma: createPrismaClient(pool), writes: pool });
       // One at a time, so the catalog lists them in the order they were made.
       for (let i = 0; i < options.count; i++) {
         const fields = fakeBike();

@@ -7,6 +7,7 @@ import { bikeFields, patch, replacement } from '../../src/bikes/bike';
 import { validate } from '../../src/bikes/yup';
 import { createBikeRepository } from '../../src/bikes/repository';
 import { connectPool } from '../../src/db/pool';
+import { createPrismaClient } from '../../src/db/prisma';
 import { databaseReadiness } from '../../src/db/readiness';
 import { client, newBike } from '../support/bikes';
 import { startTestService, type TestService } from '../support/service';
@@ -109,9 +110,10 @@ describe('GET /openapi.json', () => {
     // The real app, built as the server builds it, asked for its routing table.
     const pool = connectPool(svc.databaseUrl, () => undefined);
     try {
+      const prisma = createPrismaClient(pool);
       const app = createApp({
-        bikes: createBikeRepository({ writes: pool }),
-        bikesOnPrimary: createBikeRepository({ writes: pool }),
+        bikes: createBikeRepository({ prisma, writes: pool }),
+        bikesOnPrimary: createBikeRepository({ prisma, writes: pool }),
         catalogId: randomUUID(),
         tokens: createTokens(svc.jwtSecret),
         logger: pino({ level: 'silent' }),
