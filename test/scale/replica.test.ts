@@ -19,6 +19,13 @@ const why = missing(
 );
 if (why) console.log(`replica.test.ts skipped: ${why}`);
 
+/** The service's database on `server`, empty: the service migrates it. */
+async function createBikesDatabase(server: Postgres15): Promise<void> {
+  const admin = new Client({ connectionString: server.url('postgres') });
+  await admin.connect();
+  await admin.query('CREATE DATABASE bikes').finally(() => admin.end());
+}
+
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 /** Polls every 20 ms for up to 15 s. */
 const eventually = <T>(what: string, probe: () => Promise<T | undefined>) => waitFor(what, probe, 15_000, 20);
@@ -38,10 +45,7 @@ const eventually = <T>(what: string, probe: () => Promise<T | undefined>) => wai
 
   beforeAll(async () => {
     primary = await startPrimary();
-    const admin = new Client({ connectionString: primary.url('postgres') });
-    await admin.connect();
-    await admin.query('CREATE DATABASE bikes');
-    await admin.end();
+    await createBikesDatabase(primary);
     replica = await startReplica(primary);
     const config = readConfig({
       PORT: '0',
@@ -213,10 +217,7 @@ const eventually = <T>(what: string, probe: () => Promise<T | undefined>) => wai
 
   beforeAll(async () => {
     primary = await startPrimary();
-    const admin = new Client({ connectionString: primary.url('postgres') });
-    await admin.connect();
-    await admin.query('CREATE DATABASE bikes');
-    await admin.end();
+    await createBikesDatabase(primary);
     replica = await startReplica(primary);
     const { api } = await serviceReadingFrom(replica.url('bikes'));
     bike = await api.create(newBike());
@@ -239,10 +240,7 @@ const eventually = <T>(what: string, probe: () => Promise<T | undefined>) => wai
   it('when the replica is of another cluster, it is never read', async () => {
     const stranger = await startPrimary();
     try {
-      const admin = new Client({ connectionString: stranger.url('postgres') });
-      await admin.connect();
-      await admin.query('CREATE DATABASE bikes');
-      await admin.end();
+      await createBikesDatabase(stranger);
       const { baseUrl } = await serviceReadingFrom(stranger.url('bikes'));
       await expectReadsFromThePrimary(baseUrl);
     } finally {
@@ -295,10 +293,7 @@ const eventually = <T>(what: string, probe: () => Promise<T | undefined>) => wai
 
   beforeAll(async () => {
     primary = await startPrimary();
-    const admin = new Client({ connectionString: primary.url('postgres') });
-    await admin.connect();
-    await admin.query('CREATE DATABASE bikes');
-    await admin.end();
+    await createBikesDatabase(primary);
     replicas.push(await startReplica(primary), await startReplica(primary));
     let next = 0;
     balancer = net.createServer((socket) => {
