@@ -99,8 +99,9 @@ export function createBikeRepository({
      * Bikes oldest first, optionally only those whose title contains a term: the catalog's
      * version, which every committed write changes, and the bikes in batches, all from one
      * snapshot of one database (Reads.snapshot), so the version stands for exactly these rows.
-     * The version and the first batch are read at once (a replica that cannot serve them leaves
-     * the list to the primary); the rest as `batches` is iterated. `close` ends the snapshot
+     * The version and the first two batches (all a response reads before its status) are read
+     * at once, so a replica that cannot serve them leaves the list to the primary; the rest as
+     * `batches` is iterated. `close` ends the snapshot
      * early (a 304 reads no rows); iterating to the end, or stopping, ends it too.
      */
     async list({ titleContains = '', batchSize = LIST_BATCH_SIZE } = {}) {
@@ -111,16 +112,23 @@ export function createBikeRepository({
           : run(statements.titleBatch, [pattern, after, batchSize], query);
       const { begun, snapshot } = await reads.snapshot(async (query) => {
         const [{ version }] = await run(statements.catalogVersion, [], query);
-        return { version: String(version), first: await batchAfter(query, BEFORE_FIRST_SEQ) };
+        const first = await batchAfter(query, BEFORE_FIRST_SEQ);
+        const second = first.length < batchSize ? [] : await batchAfter(query, first[first.length - 1].seq);
+        return { version: String(version), head: [first, second] };
       });
       async function* batches(): AsyncGenerator<Bike[]> {
         try {
-          let rows = begun.first;
-          for (;;) {
+          let rows = begun.head[0];
+          for (const batch of begun.head) {
+            rows = batch;
             if (rows.length > 0) yield rows.map(toBike);
             if (rows.length < batchSize) return;
+          }
+          for (;;) {
             // int8 comes back from pg as a string; it goes back as a parameter unchanged.
             rows = await batchAfter(snapshot.query, rows[rows.length - 1].seq);
+            if (rows.length > 0) yield rows.map(toBike);
+            if (rows.length < batchSize) return;
           }
         } finally {
           await snapshot.close();
