@@ -26,8 +26,6 @@ export interface EmbeddedPostgres {
   /** The same database as the cluster's superuser: for migrations and tools. */
   adminUrl: string;
   port: number;
-  /** False when a server already running on this data directory was adopted. */
-  startedHere: boolean;
   /** Lets go of the server, and stops it (stopServer) when no other process uses it. */
   stop(): Promise<void>;
 }
@@ -426,7 +424,6 @@ async function start(options: EmbeddedPostgresOptions): Promise<EmbeddedPostgres
     url: urlFor(APP_ROLE, appPassword, port, database),
     adminUrl: superuserUrl(port, database),
     port,
-    startedHere,
     async stop() {
       if (!(await inUse.leaveLast())) return;
       await stopServer(clusterDir);
