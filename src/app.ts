@@ -1,7 +1,8 @@
 import Koa from 'koa';
 import type { Tokens } from './auth/tokens';
 import type { BikeRepository } from './bikes/repository';
-import { bikesRouter } from './http/bikes-router';
+import { API_ROUTES } from './http/api-routes';
+import { bikeHandlers } from './http/bike-handlers';
 import { compression } from './http/compression';
 import { cors } from './http/cors';
 import { docsRouter } from './http/docs-router';
@@ -11,7 +12,8 @@ import { healthRouter } from './http/health-router';
 import { methodNotAllowed } from './http/method-not-allowed';
 import { requestLog } from './http/request-log';
 import { requestMetrics } from './http/request-metrics';
-import { tokenRouter } from './http/token-router';
+import { routerOf } from './http/route';
+import { tokenHandlers } from './http/token-handlers';
 import type { Logger } from './logger';
 
 export interface AppDeps {
@@ -49,8 +51,12 @@ export function createApp({ bikes, bikesOnPrimary, catalogId, tokens, logger, re
   app.use(errorHandler(logger));
   app.use(methodNotAllowed());
   const routers = [
-    bikesRouter(bikes, bikesOnPrimary, tokens, catalogId),
-    tokenRouter(tokens),
+    routerOf(
+      API_ROUTES,
+      { ...bikeHandlers(bikes, bikesOnPrimary, catalogId), ...tokenHandlers(tokens) },
+      // The existence check of a PATCH goes to the primary, as the write does.
+      { tokens, bikeExists: async (id) => (await bikesOnPrimary.findById(id)) !== null },
+    ),
     healthRouter(readiness),
     docsRouter(),
   ];

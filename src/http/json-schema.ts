@@ -27,7 +27,12 @@ const TESTS: Record<string, Record<string, (params: Params) => JsonSchema>> = {
  * object named with `.meta({ name })` becomes a $ref to a schema of `components`, which this adds.
  */
 export function toJsonSchema(schema: yup.Schema, components?: Record<string, JsonSchema>): JsonSchema {
-  return convert(describe(schema), components, true);
+  return fromDescription(describe(schema), components);
+}
+
+/** The same, from yup's description of the schema (a field of an object schema's description). */
+export function fromDescription(description: Description, components?: Record<string, JsonSchema>): JsonSchema {
+  return convert(description, components, true);
 }
 
 function convert(description: Description, components?: Record<string, JsonSchema>, top = false): JsonSchema {
@@ -40,7 +45,8 @@ function convert(description: Description, components?: Record<string, JsonSchem
   if (!tests || description.nullable || description.oneOf.length > 0) {
     throw new Error(`OpenAPI: no translation for this ${description.type} schema`);
   }
-  let schema: JsonSchema = { type: description.type };
+  const meaning = (description.meta as { description?: string } | undefined)?.description;
+  let schema: JsonSchema = { type: description.type, ...(meaning && { description: meaning }) };
   if (description.fields) {
     const fields = Object.entries(description.fields);
     schema.properties = Object.fromEntries(fields.map(([key, field]) => [key, convert(field, components)]));

@@ -1,25 +1,68 @@
-import type { RouterContext } from '@koa/router';
+import Router, { type RouterContext, type RouterMiddleware } from '@koa/router';
 import type Koa from 'koa';
+import type * as yup from 'yup';
 import type { Tokens } from '../auth/tokens';
+import { describe, validate } from '../bikes/yup';
 import { isRejectedValue } from '../db/errors';
 import { readBody } from './body';
 import { HttpError } from './errors';
+import type { JsonSchema } from './json-schema';
 
-/** How a route answers what it cannot accept, declared where the route is declared. */
-export interface Policy {
+/** The error statuses a route can answer, besides 431 (node's HTTP parser, for any request). */
+export type ErrorStatus = 400 | 401 | 403 | 404 | 413 | 503;
+
+/**
+ * One route, declared once (src/http/api-routes.ts): the router mounts it and the OpenAPI
+ * document describes it from this.
+ */
+export interface RouteDeclaration<Input> {
+  method: 'get' | 'post' | 'put' | 'patch' | 'delete';
+  /** The path, `:name` for a parameter. A parameter `id` names a bike: not a UUID is 404. */
+  path: string;
+  summary: string;
+  description?: string;
   /** A bearer token is needed: it is checked before anything else, the body included (401, 403). */
   token?: boolean;
-  /** The route reads a request body (docs/decisions.md, rule 12). */
-  body?: boolean;
   /**
-   * The status for input the route cannot accept (a body that fails its checks, or a value the
-   * database refuses): 400, or 404 where the specification makes every failure a 404 (PUT).
+   * What the handler gets: a yup object of `body` (a route that has one reads the request body,
+   * docs/decisions.md rule 12) and `query` (the query string's parameters), checked before the
+   * handler runs. Whatever fails it is answered with `invalid`.
+   */
+  input: yup.Schema<Input>;
+  /**
+   * The status for input the route cannot accept (a body or query that fails `input`, or a value
+   * the database refuses): 400, or 404 where the specification makes every failure a 404 (PUT).
    * Unset: 404, as for a lookup of a value no bike can hold.
    */
   invalid?: 400 | 404;
+  /** The bike at the path `id` must exist before the body is judged: a missing bike's bad body is 404. */
+  bikeBeforeBody?: boolean;
+  /**
+   * The request body, for the OpenAPI document: its schema's name there, what it is, an example,
+   * and the media types to list (application/json unless said).
+   */
+  requestBody?: { name: string; description: string; example: unknown; required?: boolean; mediaTypes?: string[] };
+  /** The query parameters, for the OpenAPI document (their schemas come from `input`). */
+  queryParameters?: Record<string, { description: string; example: string }>;
+  /** The 200: what it is, its schema and an example. */
+  ok: { description: string; schema: JsonSchema; example: unknown };
+  /** What an error status means on this route, where the general meaning says too little. */
+  meanings?: Partial<Record<ErrorStatus, string>>;
+  /** False for a route that never reads the database (no 503). */
+  database?: false;
 }
 
-export type Handler = (ctx: RouterContext, body: unknown) => Promise<void> | void;
+export type Handler<Input> = (ctx: RouterContext, input: Input) => Promise<void> | void;
+
+/** A handler for each declared route, taking that route's input. */
+export type Handlers<Routes> = {
+  [Name in keyof Routes]: Routes[Name] extends RouteDeclaration<infer Input> ? Handler<Input> : never;
+};
+
+/** The route's input has a body: then the request body is read. */
+export function hasBody(route: RouteDeclaration<unknown>): boolean {
+  return describe(route.input).fields?.body !== undefined;
+}
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -47,24 +90,60 @@ function authenticate(ctx: Koa.Context, tokens: Tokens): void {
   }
 }
 
+export interface RouteChecks {
+  tokens: Tokens;
+  /** Whether a bike exists, for a route with `bikeBeforeBody`. */
+  bikeExists: (id: string) => Promise<boolean>;
+}
+
 /**
- * A route's handler behind its policy, always in this order: the token, then the path (not valid
- * percent-encoding, or an id that is not a UUID, names no bike: 404), then the body, then the handler.
+ * A route's handler behind its declaration, always in this order: the token, then the path (not
+ * valid percent-encoding, or an id that is not a UUID, names no bike: 404), then the input
+ * (query and body), then the handler.
  */
-export function routes(tokens: Tokens) {
-  return (policy: Policy, handler: Handler): Koa.Middleware =>
-    async (ctx) => {
-      const invalid = policy.invalid ?? 404;
-      if (policy.token) authenticate(ctx, tokens);
-      if (!isWellFormedPath(ctx.path)) throw new HttpError(404);
-      const { id } = (ctx as unknown as RouterContext).params;
-      if (id !== undefined && !UUID.test(id)) throw new HttpError(404);
-      const body = policy.body ? await readBody(ctx, invalid) : undefined;
-      try {
-        await handler(ctx as unknown as RouterContext, body);
-      } catch (err) {
-        if (isRejectedValue(err)) throw new HttpError(invalid, {}, { cause: err });
-        throw err;
-      }
-    };
+function endpoint<Input>(
+  route: RouteDeclaration<Input>,
+  handler: Handler<Input>,
+  checks: RouteChecks,
+): RouterMiddleware {
+  const invalid = route.invalid ?? 404;
+  const readsBody = hasBody(route);
+  return async (ctx) => {
+    if (route.token) authenticate(ctx, checks.tokens);
+    if (!isWellFormedPath(ctx.path)) throw new HttpError(404);
+    const { id } = ctx.params;
+    if (id !== undefined && !UUID.test(id)) throw new HttpError(404);
+    const body = readsBody ? await readBody(ctx, invalid) : undefined;
+    const input = validate(route.input, { body, query: ctx.query });
+    if (input === undefined) {
+      throw new HttpError(route.bikeBeforeBody && !(await checks.bikeExists(id.toLowerCase())) ? 404 : invalid);
+    }
+    try {
+      await handler(ctx, input);
+    } catch (err) {
+      if (isRejectedValue(err)) throw new HttpError(invalid, {}, { cause: err });
+      throw err;
+    }
+  };
+}
+
+/**
+ * The router of the declared routes, each with its handler. "all" names the list, never a bike:
+ * the id routes pass /bikes/all by without answering, so any method but GET and HEAD there is a
+ * 405 (see methodNotAllowed), not a 401 or a 404.
+ */
+export function routerOf<Routes extends Record<string, RouteDeclaration<unknown>>>(
+  routes: Routes,
+  handlers: Handlers<Routes>,
+  checks: RouteChecks,
+): Router {
+  const router = new Router();
+  router.param('id', (id, _ctx, next) => (id.toLowerCase() === 'all' ? undefined : next()));
+  for (const name in routes) {
+    const route = routes[name];
+    // A trailing slash is optional (rule 16): the router matches /bikes/ to the path /bikes,
+    // not /bikes to /bikes/, so routes are mounted without it.
+    router[route.method](route.path.replace(/(.)\/$/, '$1'), endpoint(route, handlers[name], checks));
+  }
+  return router;
 }

@@ -1,0 +1,182 @@
+import * as yup from 'yup';
+import { bike, bikeFields, patch, replacement } from '../bikes/bike';
+import { exampleOf } from '../bikes/yup';
+import type { RouteDeclaration } from './route';
+
+/**
+ * The API's nine operations, each declared once: method, path, token, input schema, the status
+ * for bad input, and what it answers. The router (routerOf in route.ts) mounts them with their
+ * handlers (bike-handlers.ts, token-handlers.ts); the OpenAPI document (openapi.ts) describes
+ * them. The order is the document's.
+ */
+
+// yup's default type-error message prints the value with JSON.stringify, which overflows the
+// stack on a deeply nested body ([[[...]]]): these schemas use a fixed message.
+const WRONG_TYPE = '${path} has the wrong type';
+
+/** A route's input: its request body and query parameters, each checked by its own schema. */
+const input = <Shape extends yup.ObjectShape>(shape: Shape) => yup.object(shape).typeError(WRONG_TYPE).strict();
+
+const NO_INPUT = input({});
+
+/** POST /api/user: `username` is optional and any string (it is only signed into the token). */
+const tokenRequest = yup
+  .object({
+    username: yup.string().typeError(WRONG_TYPE).strict().meta({ description: 'Carried in the token. Optional.' }),
+  })
+  .typeError(WRONG_TYPE)
+  .strict()
+  .defined();
+
+/** The search term: one `query` parameter (given twice it is a list, and refused), without U+0000. */
+const searchQuery = yup.object({
+  query: yup
+    .string()
+    .typeError(WRONG_TYPE)
+    .strict()
+    // eslint-disable-next-line no-control-regex -- U+0000 is exactly what it excludes
+    .matches(/^[^\u0000]*$/),
+});
+
+const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
+const BIKE = ref('Bike');
+const BIKES = { type: 'array', items: BIKE };
+
+// Examples, from those the bike's fields carry. test/ops/openapi.test.ts sends each request example to the server.
+const EXAMPLE_FIELDS = exampleOf(bikeFields);
+const EXAMPLE_BIKE = exampleOf(bike);
+const EXAMPLE_PATCH = { totalInventory: 7, availableForSale: false };
+// An illustration only: a token of this shape, signed with no real secret.
+const EXAMPLE_TOKEN =
+  'eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJ1c2VybmFtZSI6ImFsaWNlIiwiaWF0IjoxNzY0MDAwMDAwLCJleHAiOjE3NjQwMDE4MDB9.' +
+  'c2lnbmF0dXJlLW9mLWFuLWV4YW1wbGUtdG9rZW4';
+
+export const API_ROUTES = {
+  listBikes: {
+    method: 'get',
+    path: '/bikes/all',
+    summary: 'List every bike',
+    description: 'Every bike, oldest first (creation order). No pagination: the array is streamed.',
+    input: NO_INPUT,
+    ok: { description: 'Every bike', schema: BIKES, example: [EXAMPLE_BIKE] },
+  },
+  getBike: {
+    method: 'get',
+    path: '/bikes/:id',
+    summary: 'Get a bike by id',
+    input: NO_INPUT,
+    ok: { description: 'The bike', schema: BIKE, example: EXAMPLE_BIKE },
+  },
+  replaceBike: {
+    method: 'put',
+    path: '/bikes/:id',
+    summary: 'Replace a bike',
+    description:
+      'Stores the body under the path id (a body id is not used as the key; the handle is stored as given). ' +
+      'A well-formed id with no bike creates it there. Every failure, including a body that fails ' +
+      'validation, answers 404, as the specification says.',
+    token: true,
+    input: input({ body: replacement }),
+    // Every failure of a replace is a 404, as the specification says.
+    invalid: 404,
+    requestBody: {
+      name: 'BikeReplacement',
+      description: 'All eight fields, plus a non-empty id and handle.',
+      example: EXAMPLE_BIKE,
+    },
+    ok: { description: 'The stored bike', schema: BIKE, example: EXAMPLE_BIKE },
+    meanings: { 404: 'Not a UUID, malformed JSON, or a body that fails validation.' },
+  },
+  updateBike: {
+    method: 'patch',
+    path: '/bikes/:id',
+    summary: 'Update some fields of a bike',
+    description:
+      'Writes only the fields in the body; each must be valid as on create (a priceRange must be complete). ' +
+      'A body id is ignored; a handle is written as given; a new title does not change the handle. No body is ' +
+      'an empty patch.',
+    token: true,
+    input: input({ body: patch }),
+    invalid: 400,
+    // The bike must exist before its fields are judged: a missing bike is 404 first (rule 9).
+    bikeBeforeBody: true,
+    requestBody: {
+      name: 'BikePatch',
+      description: 'Any subset of the fields, each valid as on create.',
+      example: EXAMPLE_PATCH,
+      required: false,
+      mediaTypes: ['application/json', 'application/merge-patch+json'],
+    },
+    ok: {
+      description: 'The bike with the fields applied',
+      schema: BIKE,
+      example: { ...EXAMPLE_BIKE, ...EXAMPLE_PATCH },
+    },
+    meanings: { 400: 'A field has the wrong type, or the JSON is malformed. Nothing changes.' },
+  },
+  deleteBike: {
+    method: 'delete',
+    path: '/bikes/:id',
+    summary: 'Delete a bike',
+    token: true,
+    input: NO_INPUT,
+    ok: { description: 'The id of the deleted bike', schema: ref('DeletedBike'), example: { id: EXAMPLE_BIKE.id } },
+  },
+  getBikeByHandle: {
+    method: 'get',
+    path: '/bikes/by-handle/:handle',
+    summary: 'Get the first bike with a handle',
+    description: 'Handles are not unique: the bike created first wins.',
+    input: NO_INPUT,
+    ok: { description: 'The bike', schema: BIKE, example: EXAMPLE_BIKE },
+  },
+  searchBikesByTitle: {
+    method: 'get',
+    path: '/bikes/search/by-title',
+    summary: 'Search bikes by title',
+    description: 'Case-sensitive substring match on the title, oldest first. `%`, `_` and `\\` match themselves.',
+    input: input({ query: searchQuery }),
+    invalid: 400,
+    queryParameters: {
+      query: {
+        description: 'The text to look for. Missing or empty: every bike. Given twice, or with U+0000: 400.',
+        example: 'Hybrid',
+      },
+    },
+    ok: { description: 'The matching bikes', schema: BIKES, example: [EXAMPLE_BIKE] },
+    meanings: { 400: 'A failed search: `query` given more than once, or containing U+0000.' },
+  },
+  createBike: {
+    method: 'post',
+    path: '/bikes/',
+    summary: 'Create a bike',
+    description:
+      'The server makes the id (UUID v4) and the handle (from the title); a body id or handle is ignored. ' +
+      '`POST /bikes` is the same route.',
+    token: true,
+    input: input({ body: bikeFields }),
+    invalid: 400,
+    requestBody: { name: 'NewBike', description: 'The eight client fields.', example: EXAMPLE_FIELDS },
+    ok: { description: 'The created bike', schema: BIKE, example: EXAMPLE_BIKE },
+    meanings: { 400: 'No body, malformed JSON, or a body that fails validation.' },
+  },
+  issueToken: {
+    method: 'post',
+    path: '/api/user',
+    summary: 'Get a bearer token',
+    description:
+      'No authentication. The token is an HS256 JWT carrying `username`, `iat` and `exp`, valid for 1800 seconds.',
+    input: input({ body: tokenRequest }),
+    invalid: 400,
+    requestBody: {
+      name: 'TokenRequest',
+      description: 'Who the token is for.',
+      example: { username: 'alice' },
+      required: false,
+      mediaTypes: ['application/json', 'application/x-www-form-urlencoded'],
+    },
+    ok: { description: 'A token', schema: ref('Token'), example: { token: EXAMPLE_TOKEN } },
+    meanings: { 400: '`username` is present but not a string, or the JSON is malformed.' },
+    database: false,
+  },
+} satisfies Record<string, RouteDeclaration<unknown>>;

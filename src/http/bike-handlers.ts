@@ -1,0 +1,114 @@
+import { randomUUID } from 'node:crypto';
+import { Readable } from 'node:stream';
+import type Koa from 'koa';
+import { type Bike, deriveHandle } from '../bikes/bike';
+import type { BikeRepository } from '../bikes/repository';
+import type { API_ROUTES } from './api-routes';
+import { bikeJson, bikesJson } from './bike-json';
+import { entityTags, notModified } from './conditional';
+import { HttpError } from './errors';
+import type { Handlers } from './route';
+
+/**
+ * Sends the bikes as one JSON array. A result that fits in one batch goes out as one plain body
+ * (most searches); a larger one is written batch by batch as rows arrive. The first two batches
+ * are read before the status is sent, so a database that is down gives a 503; a failure later
+ * destroys the connection, so the client sees a broken response, never a short array.
+ */
+async function sendBikeArray(ctx: Koa.Context, batches: AsyncGenerator<Bike[]>): Promise<void> {
+  const first = await batches.next();
+  const second = first.done ? first : await batches.next();
+  ctx.type = 'application/json';
+  if (first.done || second.done) {
+    ctx.body = first.done ? '[]' : bikesJson(first.value);
+    return;
+  }
+  let head: string | undefined = '[' + bikesJson(first.value.concat(second.value)).slice(1, -1);
+  async function* chunks() {
+    yield head as string;
+    head = undefined;
+    try {
+      for await (const batch of batches) yield ',' + bikesJson(batch).slice(1, -1);
+    } catch (err) {
+      // Cut the connection, so the client sees a broken response (a compressing stream in
+      // between would otherwise wait for the rest forever).
+      ctx.res.destroy();
+      throw err;
+    }
+    yield ']';
+  }
+  const body = Readable.from(chunks(), { objectMode: false });
+  // However the response ends (whole, cut, HEAD, a compressor in between), the batches end with
+  // it, and with them the list's snapshot and its connection (a HEAD never starts `chunks`).
+  ctx.res.once('close', () => {
+    body.destroy();
+    void batches.return(undefined);
+  });
+  ctx.body = body;
+}
+
+/** One bike, or 304 when the client's copy is current. */
+function sendBike(ctx: Koa.Context, bike: Bike, tag: (body: string) => string): void {
+  const body = bikeJson(bike);
+  if (notModified(ctx, tag(body))) return;
+  ctx.type = 'application/json';
+  ctx.body = body;
+}
+
+/**
+ * The bike operations' handlers (their routes are declared in api-routes.ts). Reads come from
+ * `bikes`, which may read a replica, unless the client asks for the primary with
+ * `X-Read-From: primary` (to read its own writes); writes always go to the primary.
+ */
+export function bikeHandlers(bikes: BikeRepository, onPrimary: BikeRepository, catalogId: string) {
+  const tags = entityTags(catalogId);
+  const reader = (ctx: Koa.Context) => (ctx.get('X-Read-From').toLowerCase() === 'primary' ? onPrimary : bikes);
+
+  // Reads answer 304 to a client whose copy is current (see conditional.ts). A list's ETag is
+  // the catalog version, read in the same snapshot as the rows, so it stands for exactly them.
+  return {
+    async listBikes(ctx) {
+      const list = await reader(ctx).list();
+      if (notModified(ctx, tags.list(list.version))) return list.close();
+      await sendBikeArray(ctx, list.batches);
+    },
+
+    async searchBikesByTitle(ctx, { query }) {
+      const term = query.query ?? '';
+      const list = await reader(ctx).list({ titleContains: term });
+      if (notModified(ctx, tags.list(list.version, term))) return list.close();
+      await sendBikeArray(ctx, list.batches);
+    },
+
+    async getBikeByHandle(ctx) {
+      sendBike(ctx, (await reader(ctx).findFirstByHandle(ctx.params.handle)) ?? notFound(), tags.body);
+    },
+
+    async getBike(ctx) {
+      sendBike(ctx, (await reader(ctx).findById(ctx.params.id.toLowerCase())) ?? notFound(), tags.body);
+    },
+
+    async createBike(ctx, { body }) {
+      ctx.body = await onPrimary.create(randomUUID(), deriveHandle(body.title), body);
+    },
+
+    async replaceBike(ctx, { body }) {
+      const { id: _ignored, handle, ...fields } = body;
+      ctx.body = await onPrimary.replace(ctx.params.id.toLowerCase(), handle, fields);
+    },
+
+    async updateBike(ctx, { body }) {
+      ctx.body = (await onPrimary.patch(ctx.params.id.toLowerCase(), body)) ?? notFound();
+    },
+
+    async deleteBike(ctx) {
+      const id = ctx.params.id.toLowerCase();
+      if (!(await onPrimary.delete(id))) notFound();
+      ctx.body = { id };
+    },
+  } satisfies Partial<Handlers<typeof API_ROUTES>>;
+}
+
+function notFound(): never {
+  throw new HttpError(404);
+}
