@@ -2,10 +2,10 @@ import { Prisma } from '../generated/prisma/client.ts';
 import type { Bike, BikePatch } from './bike';
 
 /**
- * A bike as Prisma Client's Bike model holds it: the same columns as src/bikes/columns.ts, by
- * the model's field names. Written out by hand so that the compiler checks both directions
- * against Prisma's generated types: a field added to the bike or to the model and not mapped
- * here fails the build.
+ * A bike as Prisma Client's Bike model holds it, by the model's field names; the repository's
+ * SQL reads select the same fields under the same names. Written out by hand so that the
+ * compiler checks both directions against the generated types: a field added to the bike or to
+ * the model and not mapped here fails the build.
  */
 
 const INT32 = 2 ** 31;
@@ -85,7 +85,10 @@ export function toModelPatch(patch: BikePatch): Prisma.BikeUpdateInput {
   };
 }
 
-/** The bike the model's fields hold, its fields in the schema's order (the order responses list them). */
+/**
+ * The bike the model's fields hold (a Prisma result, or a row of the repository's reads), its
+ * fields in the schema's order (the order responses list them).
+ */
 export function fromModelFields(row: BikeModelFields): Bike {
   return {
     id: row.id,

@@ -3,10 +3,9 @@ import type { Pool } from 'pg';
 import { Prisma } from '../generated/prisma/client.ts';
 import type { PrismaClient } from '../db/prisma';
 import { poolReads, type Query, type Reads } from '../db/replica';
-import { kysely, prepare, type Statement } from '../db/sql';
+import { kysely, param, prepare } from '../db/sql';
 import type { Bike, BikeFields, BikePatch } from './bike';
-import { BIKE_COLUMNS, type BikeRow, toBike } from './columns';
-import { BIKE_SELECT, fromModelFields, toModelFields, toModelPatch } from './model';
+import { BIKE_SELECT, type BikeModelFields, fromModelFields, toModelFields, toModelPatch } from './model';
 
 /**
  * The catalog's storage, in Bike objects. Writes go through Prisma Client's model API; the hot
@@ -20,31 +19,43 @@ export const LIST_BATCH_SIZE = 250;
 /** Below every insertion sequence, so the first batch starts at the beginning. */
 const BEFORE_FIRST_SEQ = '-9223372036854775808';
 
-/** Stand-ins for the values of a statement, compiled into its parameters ($1, $2, ...). */
-const ID = '\0id';
-const HANDLE = '\0handle';
-const AFTER = '\0after';
-const PATTERN = '\0pattern';
-const LIMIT = -1;
-
-const selectBikes = () => kysely.selectFrom('bikes').select(BIKE_COLUMNS);
+/** A bike's columns, each as its Prisma model field: rows read here map to bikes as Prisma's do. */
+const selectBikes = () =>
+  kysely
+    .selectFrom('bikes')
+    .select([
+      'id',
+      'handle',
+      'title',
+      'product_type as productType',
+      'created_at as createdAt',
+      'description',
+      'vendor',
+      'available_for_sale as availableForSale',
+      'total_inventory as totalInventory',
+      'min_price_amount as minPriceAmount',
+      'min_price_currency_code as minPriceCurrencyCode',
+      'max_price_amount as maxPriceAmount',
+      'max_price_currency_code as maxPriceCurrencyCode',
+    ]);
 
 export const statements = {
   /** On the primary key. */
-  byId: prepare(selectBikes().where('id', '=', ID), ID),
+  byId: prepare([param<string>(1)], (id) => selectBikes().where('id', '=', id)),
   /** On the hash index bikes_handle_idx (a b-tree cannot hold long handles): the oldest with that handle. */
-  firstByHandle: prepare(selectBikes().where('handle', '=', HANDLE).orderBy('seq').limit(sql.lit(1)), HANDLE),
+  firstByHandle: prepare([param<string>(1)], (handle) =>
+    selectBikes().where('handle', '=', handle).orderBy('seq').limit(sql.lit(1)),
+  ),
   /** Keyset pagination on bikes_seq_key: every batch is one index range scan. */
-  batch: prepare(selectBikes().select('seq').where('seq', '>', AFTER).orderBy('seq').limit(LIMIT), AFTER, LIMIT),
+  batch: prepare([param<string>(1), param<number>(2)], (after, limit) =>
+    selectBikes().select('seq').where('seq', '>', after).orderBy('seq').limit(limit),
+  ),
   /** The pattern is a LIKE constant ('%term%'), which the planner can match to the trigram index. */
-  titleBatch: prepare(
-    selectBikes().select('seq').where('title', 'like', PATTERN).where('seq', '>', AFTER).orderBy('seq').limit(LIMIT),
-    PATTERN,
-    AFTER,
-    LIMIT,
+  titleBatch: prepare([param<string>(1), param<string>(2), param<number>(3)], (pattern, after, limit) =>
+    selectBikes().select('seq').where('title', 'like', pattern).where('seq', '>', after).orderBy('seq').limit(limit),
   ),
   /** The sum of the version slots, which every committed change to bikes bumps: what the list ETags are made of. */
-  catalogVersion: prepare(
+  catalogVersion: prepare([], () =>
     kysely.selectFrom('catalog_version_slots').select((eb) => eb.fn.sum<string>('version').as('version')),
   ),
 };
@@ -73,12 +84,7 @@ export function createBikeRepository({
   reads?: Reads;
 }) {
   const onPrimary: Query = (text, values) => writes.query(text, values);
-  const run = async <Row>(statement: Statement<Row>, values: unknown[], query: Query = reads.query): Promise<Row[]> =>
-    (await query<Row & object>(statement.text, values)).rows;
-  const one = async (statement: Statement<BikeRow>, values: unknown[], query?: Query): Promise<Bike | null> => {
-    const [row] = await run(statement, values, query);
-    return row ? toBike(row) : null;
-  };
+  const first = ([row]: BikeModelFields[]): Bike | null => (row ? fromModelFields(row) : null);
 
   return {
     /** One INSERT ... RETURNING the bike's columns. */
@@ -87,12 +93,12 @@ export function createBikeRepository({
         await prisma.bike.create({ data: toModelFields({ id, handle, ...fields }), select: BIKE_SELECT }),
       ),
 
-    findById: (id: string) => one(statements.byId, [id]),
+    findById: async (id: string) => first(await statements.byId.run(reads.query, id)),
 
     async findFirstByHandle(handle: string): Promise<Bike | null> {
       // No stored string holds U+0000 (PostgreSQL text cannot), and as a parameter it is an error.
       if (handle.includes('\u0000')) return null;
-      return one(statements.firstByHandle, [handle]);
+      return first(await statements.firstByHandle.run(reads.query, handle));
     },
 
     /**
@@ -108,10 +114,10 @@ export function createBikeRepository({
       const pattern = titleContains ? `%${escapeLike(titleContains)}%` : undefined;
       const batchAfter = (query: Query, after: string) =>
         pattern === undefined
-          ? run(statements.batch, [after, batchSize], query)
-          : run(statements.titleBatch, [pattern, after, batchSize], query);
+          ? statements.batch.run(query, after, batchSize)
+          : statements.titleBatch.run(query, pattern, after, batchSize);
       const { begun, snapshot } = await reads.snapshot(async (query) => {
-        const [{ version }] = await run(statements.catalogVersion, [], query);
+        const [{ version }] = await statements.catalogVersion.run(query);
         const first = await batchAfter(query, BEFORE_FIRST_SEQ);
         const second = first.length < batchSize ? [] : await batchAfter(query, first[first.length - 1].seq);
         return { version: String(version), head: [first, second] };
@@ -121,13 +127,13 @@ export function createBikeRepository({
           let rows = begun.head[0];
           for (const batch of begun.head) {
             rows = batch;
-            if (rows.length > 0) yield rows.map(toBike);
+            if (rows.length > 0) yield rows.map(fromModelFields);
             if (rows.length < batchSize) return;
           }
           for (;;) {
             // int8 comes back from pg as a string; it goes back as a parameter unchanged.
             rows = await batchAfter(snapshot.query, rows[rows.length - 1].seq);
-            if (rows.length > 0) yield rows.map(toBike);
+            if (rows.length > 0) yield rows.map(fromModelFields);
             if (rows.length < batchSize) return;
           }
         } finally {
@@ -156,7 +162,7 @@ export function createBikeRepository({
      */
     async patch(id: string, patch: BikePatch): Promise<Bike | null> {
       const data = toModelPatch(patch);
-      if (Object.values(data).every((value) => value === undefined)) return one(statements.byId, [id], onPrimary);
+      if (Object.values(data).every((value) => value === undefined)) return first(await statements.byId.run(onPrimary, id));
       try {
         return fromModelFields(await prisma.bike.update({ where: { id }, data, select: BIKE_SELECT }));
       } catch (err) {

@@ -5,12 +5,17 @@ import {
   PostgresAdapter,
   PostgresIntrospector,
   PostgresQueryCompiler,
+  type RawBuilder,
+  sql,
 } from 'kysely';
 import type { DB } from '../generated/kysely/database.ts';
+import type { Query } from './replica';
 
 /**
- * Kysely as a compiler only, typed by the table prisma/schema.prisma defines (a query naming a
- * column that does not exist does not compile); what it writes runs on the pg pool.
+ * Kysely as a compiler, typed by the tables prisma/schema.prisma defines (a query naming a
+ * column that does not exist, or comparing it with a value of another type, does not compile).
+ * The hot reads are compiled once and run on the pg pool: building and compiling a query per
+ * call cost about 10 µs, a tenth of a read's whole time (docs/decisions.md, Data access).
  */
 export const kysely = new Kysely<DB>({
   dialect: {
@@ -21,17 +26,36 @@ export const kysely = new Kysely<DB>({
   },
 });
 
-/** A statement's text, compiled once; `row` only carries the type of its rows. */
-export interface Statement<Row> {
-  text: string;
-  readonly row?: Row;
+/** The statement's `position`-th parameter ($1, $2, ...), a value of type T given when it runs. */
+export function param<T>(position: number): RawBuilder<T> {
+  return sql.raw<T>(`$${position}`);
 }
 
-/** Compiles a query built with `placeholders` for its values, checking each became one parameter, in order. */
-export function prepare<Row>(query: Compilable<Row>, ...placeholders: unknown[]): Statement<Row> {
-  const { sql: text, parameters } = query.compile();
-  if (parameters.length !== placeholders.length || parameters.some((value, i) => value !== placeholders[i])) {
-    throw new Error(`the parameters of this statement are not its placeholders: ${text}`);
+/** The values a statement's parameters take, in their order. */
+type ValuesOf<Params> = { [P in keyof Params]: Params[P] extends RawBuilder<infer T> ? T : never };
+
+/** A statement compiled once: its text, and a way to run it with typed values for typed rows. */
+export interface Statement<Params extends RawBuilder<unknown>[], Row> {
+  readonly text: string;
+  run(query: Query, ...values: ValuesOf<Params>): Promise<Row[]>;
+}
+
+/**
+ * Compiles the query `build` makes of `params` ($1, $2, ... in that order). Every value of the
+ * query must be one of them, so each one's type, checked against its column by the builder, is
+ * the type `run` takes.
+ */
+export function prepare<Params extends RawBuilder<unknown>[], Row>(
+  params: [...Params],
+  build: (...params: Params) => Compilable<Row>,
+): Statement<Params, Row> {
+  const { sql: text, parameters } = build(...params).compile();
+  const positions = params.map((p) => p.compile(kysely).sql);
+  if (parameters.length > 0 || positions.some((position, i) => position !== `$${i + 1}`)) {
+    throw new Error(`a statement's values must be its parameters $1, $2, ... in order: ${text}`);
   }
-  return { text };
+  return {
+    text,
+    run: async (query, ...values) => (await query<Row & object>(text, values)).rows,
+  };
 }
