@@ -12,22 +12,16 @@ const { randomUUID } = require('node:crypto');
 const http = require('node:http');
 const { Pool } = require('pg');
 
-// The service's own statements and row mapping (from dist/, which npm run bench builds): the
-// same SQL and the same JSON, so what differs is everything else.
-const { statements, LIST_BATCH_SIZE: BATCH } = require('../dist/bikes/repository.js');
-const { BIKE_COLUMNS, toBike, toColumns } = require('../dist/bikes/columns.js');
-
-const SQL = Object.fromEntries(Object.entries(statements).map(([name, statement]) => [name, statement.text]));
-// The service writes through Prisma Client (docs/decisions.md, Prisma Client); the baseline sends
-// plain SQL of the same effect: one INSERT, one INSERT ... ON CONFLICT, returning the bike.
-const QUOTED = BIKE_COLUMNS.map((column) => `"${column}"`);
-const RETURNING = `returning ${QUOTED.join(', ')}`;
-const INSERT = `insert into "bikes" (${QUOTED.join(', ')}) values (${QUOTED.map((_, i) => `$${i + 1}`).join(', ')})`;
-SQL.create = `${INSERT} ${RETURNING}`;
-SQL.replace =
-  `${INSERT} on conflict ("id") do update set ` +
-  `${QUOTED.map((column) => `${column} = "excluded".${column}`).join(', ')}, "updated_at" = now() ${RETURNING}`;
-const BEFORE_FIRST_SEQ = '-9223372036854775808';
+const {
+  BATCH,
+  BEFORE_FIRST_SEQ,
+  COLUMNS,
+  SQL,
+  deriveHandle,
+  insertValues,
+  toBike,
+  toColumns,
+} = require('./minimal/sql');
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 const escapeLike = (term) => term.replace(/[\\%_]/g, '\\$&');
@@ -88,26 +82,25 @@ async function readJson(req) {
   return JSON.parse(Buffer.concat(chunks).toString('utf8'));
 }
 
-/** The row values of a whole bike, in the order of the create and replace statements' parameters. */
-const values = (id, handle, fields) => {
-  const row = toColumns({ id, handle, ...fields });
-  return BIKE_COLUMNS.map((column) => row[column]);
-};
-
 async function writeBike(pool, req, res, id) {
   const body = await readJson(req);
   if (req.method === 'POST') {
-    return sendOne(pool, res, SQL.create, values(randomUUID(), body.title.replaceAll(' ', '-').toLowerCase(), body));
+    return sendOne(
+      pool,
+      res,
+      SQL.create,
+      insertValues({ ...body, id: randomUUID(), handle: deriveHandle(body.title) }),
+    );
   }
   if (req.method === 'PUT') {
     const { id: _id, handle, ...fields } = body;
-    return sendOne(pool, res, SQL.replace, values(id, handle, fields));
+    return sendOne(pool, res, SQL.replace, insertValues({ ...fields, id, handle }));
   }
   // PATCH: the UPDATE the service sends, of the columns the body carries.
-  const columns = Object.entries(toColumns(body));
+  const columns = Object.entries(toColumns(body)).filter(([column, value]) => value !== undefined && column !== 'id');
   const text =
     `update "bikes" set ${columns.map(([column], i) => `"${column}" = $${i + 1}`).join(', ')}, "updated_at" = now() ` +
-    `where "id" = $${columns.length + 1} returning ${BIKE_COLUMNS.map((column) => `"${column}"`).join(', ')}`;
+    `where "id" = $${columns.length + 1} returning ${COLUMNS.map((column) => `"${column}"`).join(', ')}`;
   return sendOne(pool, res, text, [...columns.map(([, value]) => value), id]);
 }
 

@@ -3,6 +3,7 @@
 /**
  * npm run bench [-- --count 100000 --duration 5 --rounds 3 --connections 10 --fetches 5 --cpu-prof]
  * npm run bench -- --explain     EXPLAIN (ANALYZE) of each read statement on the seeded table, no load
+ * npm run bench -- --no-peers    without the comparison with the minimal framework servers
  *
  * Starts an embedded PostgreSQL in a temporary directory, migrates and seeds it with N bikes,
  * then drives the built service (node dist/server.js) and the plain baseline (bench/baseline.js)
@@ -32,7 +33,28 @@ const TARGETS = {
   compressedBytes: 0.15,
   compressedTime: 1.3,
   versionCost: 0.9,
+  /** GET by id and by handle, of plain node:http + pg. */
+  readsOfNodeHttp: 0.85,
+  /** Creates (through Prisma Client), of the minimal Koa + Prisma Client server's. */
+  createsOfKoaPrisma: 0.9,
 };
+
+/**
+ * The reference servers the service is compared with, all on the same database (bench/minimal/):
+ * plain node:http + pg (the baseline, which all ratios are to), and minimal servers of the
+ * frameworks, with no logging and no checks.
+ */
+const PEERS = [
+  ['Koa + @koa/router + pg', 'minimal/koa-pg.js'],
+  ['Koa + @koa/router + Prisma Client', 'minimal/koa-prisma.js'],
+  ['Fastify + pg', 'minimal/fastify-pg.js'],
+];
+/** The peer comparison's loads, and their connections (reads, 32; creates, 16). */
+const PEER_SCENARIOS = [
+  ['byId', 'GET /bikes/:id', 32],
+  ['byHandle', 'GET /bikes/by-handle/:handle', 32],
+  ['create', 'POST /bikes/', 16],
+];
 
 const { values: args } = parseArgs({
   options: {
@@ -42,6 +64,7 @@ const { values: args } = parseArgs({
     connections: { type: 'string', default: '10' },
     fetches: { type: 'string', default: '5' },
     'cpu-prof': { type: 'boolean', default: false },
+    peers: { type: 'boolean', default: true },
     explain: { type: 'boolean', default: false },
   },
 });
@@ -116,8 +139,8 @@ function get(url, headers = {}) {
   });
 }
 
-function cannon(baseUrl, requests, duration) {
-  return autocannon({ url: baseUrl, connections: CONNECTIONS, duration, requests });
+function cannon(baseUrl, requests, duration, connections = CONNECTIONS) {
+  return autocannon({ url: baseUrl, connections, duration, requests });
 }
 
 /** Sample requests: the same ids, handles and search terms for both processes. */
@@ -291,6 +314,64 @@ async function measure(servers, samples, token, setVersionTrigger) {
   out.versionCost = { with: median(creates.with), without: median(creates.without) };
   out.versionCost.ratios = creates.with.map((rps, i) => rps / creates.without[i]);
   return out;
+}
+
+/**
+ * The service, the baseline and the minimal framework servers on GET by id, GET by handle and
+ * creates: each round gives every server one turn, in an order that rotates from round to round.
+ */
+async function measurePeers(servers, samples, token) {
+  const load = (key) =>
+    samples.requests[key].map((r) => ({ ...r, headers: { ...r.headers, authorization: `Bearer ${token}` } }));
+  const rps = Object.fromEntries(PEER_SCENARIOS.map(([key]) => [key, new Map(servers.map((s) => [s.name, []]))]));
+  for (const server of servers) {
+    log(`${server.name}: warming up`);
+    for (const [key, , connections] of PEER_SCENARIOS) await cannon(server.baseUrl, load(key), 1, connections);
+  }
+  for (const [key, label, connections] of PEER_SCENARIOS) {
+    for (let round = 0; round < ROUNDS; round++) {
+      const order = servers.map((_, i) => servers[(i + round) % servers.length]);
+      for (const server of order) {
+        log(`peers, ${label}: ${server.name}, round ${round + 1} of ${ROUNDS}, ${DURATION} s`);
+        const result = await cannon(server.baseUrl, load(key), DURATION, connections);
+        if (result.non2xx > 0 || result.errors > 0) {
+          throw new Error(`${server.name}: ${label}: ${result.non2xx} non-2xx answers, ${result.errors} errors`);
+        }
+        rps[key].get(server.name).push(result.requests.total / result.duration);
+      }
+    }
+  }
+  return rps;
+}
+
+function reportPeers(rps) {
+  const f2 = (n) => n.toFixed(2);
+  const verdict = (ok) => (ok ? 'met' : 'MISSED');
+  const names = [...rps.byId.keys()];
+  /** A server's median ratio to another's, round by round (both ran in the same round). */
+  const ratios = (key, name, to) => rps[key].get(name).map((value, i) => value / rps[key].get(to)[i]);
+  const rows = [['server', ...PEER_SCENARIOS.map(([, label, c]) => `${label} (${c} conn.): req/s, of node:http`)]];
+  for (const name of names) {
+    rows.push([
+      name,
+      ...PEER_SCENARIOS.map(([key]) => {
+        const r = ratios(key, name, 'baseline');
+        return `${median(rps[key].get(name)).toFixed(0)}, ${f2(median(r))} (${r.map(f2).join(' ')})`;
+      }),
+    ]);
+  }
+  const byId = median(ratios('byId', 'service', 'baseline'));
+  const byHandle = median(ratios('byHandle', 'service', 'baseline'));
+  const creates = median(ratios('create', 'service', PEERS[1][0]));
+  console.log(`
+The service beside minimal servers, same database and load, in turns (ratios: median, then per round)
+node:http is the baseline (bench/baseline.js); the others are in bench/minimal/
+
+${table(rows)}
+
+Goal: GET by id and by handle >= ${TARGETS.readsOfNodeHttp} of plain node:http: by id ${f2(byId)}, by handle ${f2(byHandle)}: ${verdict(Math.min(byId, byHandle) >= TARGETS.readsOfNodeHttp)}
+Goal: creates (Prisma Client) >= ${TARGETS.createsOfKoaPrisma} of the minimal Koa + Prisma Client server: ${f2(creates)}: ${verdict(creates >= TARGETS.createsOfKoaPrisma)}
+`);
 }
 
 function report({ service, baseline, compression, conditional, versionCost }, samples) {
@@ -490,6 +571,13 @@ async function main() {
       servers.push(
         await startServer('baseline', [path.join(__dirname, 'baseline.js')], { DATABASE_URL: pg.adminUrl }, workDir),
       );
+      const peers = [];
+      if (args.peers) {
+        for (const [name, script] of PEERS) {
+          peers.push(await startServer(name, [path.join(__dirname, script)], { DATABASE_URL: pg.adminUrl }, workDir));
+        }
+      }
+      servers.push(...peers);
       const issued = await fetch(`${servers[0].baseUrl}/api/user`, { method: 'POST' });
       const { token } = await issued.json();
       const admin = new Client({ connectionString: pg.adminUrl });
@@ -497,7 +585,8 @@ async function main() {
       const setVersionTrigger = (enabled) =>
         admin.query(`ALTER TABLE bikes ${enabled ? 'ENABLE ALWAYS' : 'DISABLE'} TRIGGER bikes_version_on_insert`);
       try {
-        report(await measure(servers, samples, token, setVersionTrigger), samples);
+        report(await measure(servers.slice(0, 2), samples, token, setVersionTrigger), samples);
+        if (args.peers) reportPeers(await measurePeers(servers, samples, token));
       } finally {
         await admin.end();
       }

@@ -74,7 +74,8 @@ async function waitUntilAnswering(baseUrl, child) {
 async function startServer(name, command, env, workDir) {
   const port = await freePort();
   const baseUrl = `http://127.0.0.1:${port}`;
-  const logFd = fs.openSync(path.join(workDir, `${name}.log`), 'a');
+  const logFile = path.join(workDir, `${name.replace(/[^\w.-]+/g, '-')}.log`);
+  const logFd = fs.openSync(logFile, 'a');
   const child = spawn(process.execPath, command, {
     cwd: ROOT,
     env: { ...process.env, ...env, PORT: String(port) },
@@ -86,7 +87,7 @@ async function startServer(name, command, env, workDir) {
     await waitUntilAnswering(baseUrl, child);
   } catch (err) {
     child.kill('SIGKILL');
-    const output = fs.readFileSync(path.join(workDir, `${name}.log`), 'utf8').slice(-2000);
+    const output = fs.readFileSync(logFile, 'utf8').slice(-2000);
     throw new Error(`${name}: ${err.message}; its output:\n${output}`, { cause: err });
   }
   return {
