@@ -12,46 +12,13 @@ const bodyParser = require('koa-bodyparser');
 const { PrismaPg } = require('@prisma/adapter-pg');
 const { Pool } = require('pg');
 const { PrismaClient } = require('../../dist/generated/prisma/client.js');
+// The service's select and mapping of the model's fields: the same query and the same JSON.
+const { BIKE_SELECT: SELECT, fromModelFields: toBike } = require('../../dist/bikes/model.js');
 const { deriveHandle } = require('./sql');
 const { serve } = require('./serve');
 
 const pool = new Pool({ connectionString: process.env.DATABASE_URL, max: 10 });
 const prisma = new PrismaClient({ adapter: new PrismaPg(pool) });
-
-const SELECT = {
-  id: true,
-  handle: true,
-  title: true,
-  productType: true,
-  createdAt: true,
-  description: true,
-  vendor: true,
-  availableForSale: true,
-  totalInventory: true,
-  minPriceAmount: true,
-  minPriceCurrencyCode: true,
-  maxPriceAmount: true,
-  maxPriceCurrencyCode: true,
-};
-
-/** The bike a model holds, its fields in the service's order. */
-function toBike(model) {
-  return {
-    id: model.id,
-    handle: model.handle,
-    title: model.title,
-    productType: model.productType,
-    createdAt: model.createdAt,
-    description: model.description,
-    vendor: model.vendor,
-    availableForSale: model.availableForSale,
-    totalInventory: model.totalInventory,
-    priceRange: {
-      minPrice: { amount: model.minPriceAmount, currencyCode: model.minPriceCurrencyCode },
-      maxPrice: { amount: model.maxPriceAmount, currencyCode: model.maxPriceCurrencyCode },
-    },
-  };
-}
 
 function send(ctx, model) {
   if (model === null) ctx.status = 404;
