@@ -162,7 +162,8 @@ export function createBikeRepository({
      */
     async patch(id: string, patch: BikePatch): Promise<Bike | null> {
       const data = toModelPatch(patch);
-      if (Object.values(data).every((value) => value === undefined)) return first(await statements.byId.run(onPrimary, id));
+      if (Object.values(data).every((value) => value === undefined))
+        return first(await statements.byId.run(onPrimary, id));
       try {
         return fromModelFields(await prisma.bike.update({ where: { id }, data, select: BIKE_SELECT }));
       } catch (err) {
