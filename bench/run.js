@@ -324,9 +324,15 @@ async function measurePeers(servers, samples, token) {
   const load = (key) =>
     samples.requests[key].map((r) => ({ ...r, headers: { ...r.headers, authorization: `Bearer ${token}` } }));
   const rps = Object.fromEntries(PEER_SCENARIOS.map(([key]) => [key, new Map(servers.map((s) => [s.name, []]))]));
+  // The reads' bodies, to compare with the baseline's: a peer that answers differently measures something else.
+  const answers = new Map();
   for (const server of servers) {
     log(`${server.name}: warming up`);
     for (const [key, , connections] of PEER_SCENARIOS) await cannon(server.baseUrl, load(key), 1, connections);
+    const reads = await Promise.all(
+      ['byId', 'byHandle'].map((key) => get(`${server.baseUrl}${samples.requests[key][0].path}`)),
+    );
+    answers.set(server.name, reads.map((r) => `${r.status} ${r.sha256}`).join(' '));
   }
   for (const [key, label, connections] of PEER_SCENARIOS) {
     for (let round = 0; round < ROUNDS; round++) {
@@ -341,10 +347,11 @@ async function measurePeers(servers, samples, token) {
       }
     }
   }
-  return rps;
+  const different = servers.filter((s) => answers.get(s.name) !== answers.get('baseline')).map((s) => s.name);
+  return { rps, different };
 }
 
-function reportPeers(rps) {
+function reportPeers({ rps, different }) {
   const f2 = (n) => n.toFixed(2);
   const verdict = (ok) => (ok ? 'met' : 'MISSED');
   const names = [...rps.byId.keys()];
@@ -366,6 +373,7 @@ function reportPeers(rps) {
   console.log(`
 The service beside minimal servers, same database and load, in turns (ratios: median, then per round)
 node:http is the baseline (bench/baseline.js); the others are in bench/minimal/
+GET by id and by handle answered identically by all: ${different.length === 0 ? 'yes' : `NO (${different.join(', ')})`}
 
 ${table(rows)}
 
