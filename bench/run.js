@@ -57,6 +57,8 @@ const PEER_SCENARIOS = [
 ];
 
 const { values: args } = parseArgs({
+  // --no-peers (Node 20.16 and later).
+  allowNegative: true,
   options: {
     count: { type: 'string', default: '100000' },
     duration: { type: 'string', default: '5' },
