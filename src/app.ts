@@ -4,6 +4,7 @@ import type { BikeRepository } from './bikes/repository';
 import { API_ROUTES } from './http/api-routes';
 import { bikeHandlers } from './http/bike-handlers';
 import { compression } from './http/compression';
+import { entityTags, writePrecondition } from './http/conditional';
 import { cors } from './http/cors';
 import { docsRouter } from './http/docs-router';
 import { errorHandler } from './http/errors';
@@ -54,8 +55,12 @@ export function createApp({ bikes, bikesOnPrimary, catalogId, tokens, logger, re
     routerOf(
       API_ROUTES,
       { ...bikeHandlers(bikes, bikesOnPrimary, catalogId), ...tokenHandlers(tokens) },
-      // The existence check of a PATCH goes to the primary, as the write does.
-      { tokens, bikeExists: async (id) => (await bikesOnPrimary.findById(id)) !== null },
+      {
+        tokens,
+        // Checked on the primary, as the writes are.
+        bikeVersion: async (id) => (await bikesOnPrimary.findById(id))?.version ?? null,
+        precondition: (ctx) => writePrecondition(ctx, entityTags(catalogId).versionOf),
+      },
     ),
     healthRouter(readiness),
     docsRouter(),

@@ -24,7 +24,7 @@ export function exactFloat(n: number): number {
   return new Prisma.Decimal(String(n)) as unknown as number;
 }
 
-/** The model's fields that make a bike: what writes return (seq, insertedAt and updatedAt stay in the table). */
+/** The model's fields that make a bike (seq, version, insertedAt and updatedAt are the table's own). */
 export const BIKE_SELECT = {
   id: true,
   handle: true,
@@ -39,7 +39,7 @@ export const BIKE_SELECT = {
   minPriceCurrencyCode: true,
   maxPriceAmount: true,
   maxPriceCurrencyCode: true,
-} as const satisfies Required<Omit<Prisma.BikeSelect, 'seq' | 'insertedAt' | 'updatedAt'>>;
+} as const satisfies Required<Omit<Prisma.BikeSelect, 'seq' | 'version' | 'insertedAt' | 'updatedAt'>>;
 
 /** A bike in the model's fields. */
 export type BikeModelFields = Prisma.BikeGetPayload<{ select: typeof BIKE_SELECT }>;

@@ -37,6 +37,7 @@ const selectBikes = () =>
       'min_price_currency_code as minPriceCurrencyCode',
       'max_price_amount as maxPriceAmount',
       'max_price_currency_code as maxPriceCurrencyCode',
+      'version',
     ]);
 
 export const statements = {
@@ -67,8 +68,56 @@ function escapeLike(term: string): string {
 
 export type BikeRepository = ReturnType<typeof createBikeRepository>;
 
+/** A bike as stored, and its version: the state it is in (see the migration bike_row_versions). */
+export interface StoredBike {
+  bike: Bike;
+  version: string;
+}
+
+/**
+ * What a conditional write requires of the bike it writes (HTTP's If-Match and If-None-Match,
+ * src/http/conditional.ts), checked in the statement that writes: `any`, no requirement; `exists`;
+ * `absent`; `version`, the bike in one of these states.
+ */
+export type Precondition =
+  { kind: 'any' } | { kind: 'exists' } | { kind: 'absent' } | { kind: 'version'; versions: string[] };
+
+const ANY: Precondition = { kind: 'any' };
+
+/** The answer of a write whose precondition did not hold: nothing was written. */
+export const PRECONDITION_FAILED = 'precondition failed';
+
 /** Prisma's "no record found" for an update or a delete whose where matched no row. */
 const isRecordNotFound = (err: unknown) => err instanceof Prisma.PrismaClientKnownRequestError && err.code === 'P2025';
+/** Prisma's unique-constraint violation: an insert of an id that is taken. */
+const isTaken = (err: unknown) => err instanceof Prisma.PrismaClientKnownRequestError && err.code === 'P2002';
+
+/** The model's fields of a bike, and its version: what every write returns. */
+const STORED_SELECT = { ...BIKE_SELECT, version: true } as const;
+
+const stored = (row: BikeModelFields & { version: bigint | string }): StoredBike => ({
+  bike: fromModelFields(row),
+  version: String(row.version),
+});
+
+/** Whether a bike in `version` (null: there is none) meets the precondition. */
+export function holds(when: Precondition, version: string | null): boolean {
+  switch (when.kind) {
+    case 'any':
+      return true;
+    case 'exists':
+      return version !== null;
+    case 'absent':
+      return version === null;
+    case 'version':
+      return version !== null && when.versions.includes(version);
+  }
+}
+
+/** The versions a precondition allows, as Prisma's where filter (undefined: any). */
+function versionFilter(when: Precondition): { in: bigint[] } | undefined {
+  return when.kind === 'version' ? { in: when.versions.map((version) => BigInt(version)) } : undefined;
+}
 
 /**
  * Writes go through `prisma`, built on `writes`, the primary; reads to `reads`, which may be a
@@ -84,18 +133,18 @@ export function createBikeRepository({
   reads?: Reads;
 }) {
   const onPrimary: Query = (text, values) => writes.query(text, values);
-  const first = ([row]: BikeModelFields[]): Bike | null => (row ? fromModelFields(row) : null);
+  const first = ([row]: (BikeModelFields & { version: string })[]): StoredBike | null => (row ? stored(row) : null);
+  /** Whether the bike is there now, on the primary: what tells a missing bike from a failed precondition. */
+  const exists = async (id: string) => (await statements.byId.run(onPrimary, id)).length > 0;
 
   return {
     /** One INSERT ... RETURNING the bike's columns. */
-    create: async (id: string, handle: string, fields: BikeFields): Promise<Bike> =>
-      fromModelFields(
-        await prisma.bike.create({ data: toModelFields({ id, handle, ...fields }), select: BIKE_SELECT }),
-      ),
+    create: async (id: string, handle: string, fields: BikeFields): Promise<StoredBike> =>
+      stored(await prisma.bike.create({ data: toModelFields({ id, handle, ...fields }), select: STORED_SELECT })),
 
     findById: async (id: string) => first(await statements.byId.run(reads.query, id)),
 
-    async findFirstByHandle(handle: string): Promise<Bike | null> {
+    async findFirstByHandle(handle: string): Promise<StoredBike | null> {
       // No stored string holds U+0000 (PostgreSQL text cannot), and as a parameter it is an error.
       if (handle.includes('\u0000')) return null;
       return first(await statements.firstByHandle.run(reads.query, handle));
@@ -145,41 +194,75 @@ export function createBikeRepository({
 
     /**
      * Stores the bike under `id`, replacing what was there but keeping its place (seq), or
-     * creates it: Prisma runs this upsert as one INSERT ... ON CONFLICT (id) DO UPDATE, and sets
-     * updatedAt (@updatedAt) either way.
+     * creating it: Prisma runs this upsert as one INSERT ... ON CONFLICT (id) DO UPDATE, and sets
+     * updatedAt (@updatedAt) either way. Under a precondition it is one UPDATE (the bike must be
+     * there, in one of the versions) or one INSERT (it must not be): the check and the write are
+     * one statement, so no other write comes between them, on this instance or another.
      */
-    async replace(id: string, handle: string, fields: BikeFields): Promise<Bike> {
+    async replace(
+      id: string,
+      handle: string,
+      fields: BikeFields,
+      when: Precondition = ANY,
+    ): Promise<StoredBike | typeof PRECONDITION_FAILED> {
       const data = toModelFields({ id, handle, ...fields });
-      return fromModelFields(
-        await prisma.bike.upsert({ where: { id }, create: data, update: data, select: BIKE_SELECT }),
-      );
-    },
-
-    /**
-     * Writes only the given fields (and updatedAt); null when there is no such bike. `update` is
-     * one UPDATE ... RETURNING, and a missing bike is Prisma's P2025: the common case costs one
-     * round trip, where updateMany and a read back would take a transaction of four.
-     */
-    async patch(id: string, patch: BikePatch): Promise<Bike | null> {
-      const data = toModelPatch(patch);
-      if (Object.values(data).every((value) => value === undefined))
-        return first(await statements.byId.run(onPrimary, id));
       try {
-        return fromModelFields(await prisma.bike.update({ where: { id }, data, select: BIKE_SELECT }));
+        switch (when.kind) {
+          case 'any':
+            return stored(
+              await prisma.bike.upsert({ where: { id }, create: data, update: data, select: STORED_SELECT }),
+            );
+          case 'absent':
+            return stored(await prisma.bike.create({ data, select: STORED_SELECT }));
+          default:
+            return stored(
+              await prisma.bike.update({ where: { id, version: versionFilter(when) }, data, select: STORED_SELECT }),
+            );
+        }
       } catch (err) {
-        if (isRecordNotFound(err)) return null;
+        if (isRecordNotFound(err) || isTaken(err)) return PRECONDITION_FAILED;
         throw err;
       }
     },
 
-    /** False when there was no such bike (one DELETE ... RETURNING; a missing bike is P2025). */
-    async delete(id: string): Promise<boolean> {
+    /**
+     * Writes only the given fields (and updatedAt); null when there is no such bike. `update` is
+     * one UPDATE ... RETURNING, its precondition in its WHERE; a missing bike is Prisma's P2025,
+     * told apart from a failed precondition by a look at the bike afterwards (a missing bike is
+     * 404 whatever the precondition). The common case costs one round trip.
+     */
+    async patch(
+      id: string,
+      patch: BikePatch,
+      when: Precondition = ANY,
+    ): Promise<StoredBike | null | typeof PRECONDITION_FAILED> {
+      const data = toModelPatch(patch);
+      if (Object.values(data).every((value) => value === undefined)) {
+        // An empty patch writes nothing: the bike as it is, if the precondition holds.
+        const current = first(await statements.byId.run(onPrimary, id));
+        if (current === null) return null;
+        return holds(when, current.version) ? current : PRECONDITION_FAILED;
+      }
+      if (when.kind === 'absent') return (await exists(id)) ? PRECONDITION_FAILED : null;
       try {
-        await prisma.bike.delete({ where: { id }, select: { id: true } });
+        return stored(
+          await prisma.bike.update({ where: { id, version: versionFilter(when) }, data, select: STORED_SELECT }),
+        );
+      } catch (err) {
+        if (!isRecordNotFound(err)) throw err;
+        return when.kind === 'version' && (await exists(id)) ? PRECONDITION_FAILED : null;
+      }
+    },
+
+    /** False when there was no such bike (one DELETE ... RETURNING, its precondition in its WHERE). */
+    async delete(id: string, when: Precondition = ANY): Promise<boolean | typeof PRECONDITION_FAILED> {
+      if (when.kind === 'absent') return (await exists(id)) ? PRECONDITION_FAILED : false;
+      try {
+        await prisma.bike.delete({ where: { id, version: versionFilter(when) }, select: { id: true } });
         return true;
       } catch (err) {
-        if (isRecordNotFound(err)) return false;
-        throw err;
+        if (!isRecordNotFound(err)) throw err;
+        return when.kind === 'version' && (await exists(id)) ? PRECONDITION_FAILED : false;
       }
     },
   };

@@ -79,6 +79,8 @@ export const API_ROUTES = {
     input: input({ body: replacement }),
     // Every failure of a replace is a 404, as the specification says.
     invalid: 404,
+    preconditions: true,
+    writesBike: true,
     requestBody: {
       name: 'BikeReplacement',
       description: 'All eight fields, plus a non-empty id and handle.',
@@ -100,6 +102,8 @@ export const API_ROUTES = {
     invalid: 400,
     // The bike must exist before its fields are judged: a missing bike is 404 first (rule 9).
     bikeBeforeBody: true,
+    preconditions: true,
+    writesBike: true,
     requestBody: {
       name: 'BikePatch',
       description: 'Any subset of the fields, each valid as on create.',
@@ -120,6 +124,7 @@ export const API_ROUTES = {
     summary: 'Delete a bike',
     token: true,
     input: NO_INPUT,
+    preconditions: true,
     ok: { description: 'The id of the deleted bike', schema: ref('DeletedBike'), example: { id: EXAMPLE_BIKE.id } },
   },
   getBikeByHandle: {
@@ -156,6 +161,7 @@ export const API_ROUTES = {
     token: true,
     input: input({ body: bikeFields }),
     invalid: 400,
+    writesBike: true,
     requestBody: { name: 'NewBike', description: 'The eight client fields.', example: EXAMPLE_FIELDS },
     ok: { description: 'The created bike', schema: BIKE, example: EXAMPLE_BIKE },
     meanings: { 400: 'No body, malformed JSON, or a body that fails validation.' },

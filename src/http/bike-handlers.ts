@@ -2,10 +2,10 @@ import { randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
 import type Koa from 'koa';
 import { type Bike, deriveHandle } from '../bikes/bike';
-import type { BikeRepository } from '../bikes/repository';
+import { type BikeRepository, PRECONDITION_FAILED, type StoredBike } from '../bikes/repository';
 import type { API_ROUTES } from './api-routes';
 import { bikeJson, bikesJson } from './bike-json';
-import { entityTags, notModified } from './conditional';
+import { entityTags, notModified, writePrecondition } from './conditional';
 import { HttpError } from './errors';
 import type { Handlers } from './route';
 
@@ -47,12 +47,15 @@ async function sendBikeArray(ctx: Koa.Context, batches: AsyncGenerator<Bike[]>):
   ctx.body = body;
 }
 
-/** One bike, or 304 when the client's copy is current. */
-function sendBike(ctx: Koa.Context, bike: Bike, tag: (body: string) => string): void {
-  const body = bikeJson(bike);
-  if (notModified(ctx, tag(body))) return;
-  ctx.type = 'application/json';
-  ctx.body = body;
+/**
+ * X-Read-From is a list (it may come as `primary, replica`, or twice): any element `primary`
+ * asks for the primary; any other value is ignored (docs/decisions.md, rule 20).
+ */
+function wantsPrimary(ctx: Koa.Context): boolean {
+  return ctx
+    .get('X-Read-From')
+    .split(',')
+    .some((value) => value.trim().toLowerCase() === 'primary');
 }
 
 /**
@@ -62,7 +65,22 @@ function sendBike(ctx: Koa.Context, bike: Bike, tag: (body: string) => string): 
  */
 export function bikeHandlers(bikes: BikeRepository, onPrimary: BikeRepository, catalogId: string) {
   const tags = entityTags(catalogId);
-  const reader = (ctx: Koa.Context) => (ctx.get('X-Read-From').toLowerCase() === 'primary' ? onPrimary : bikes);
+  const reader = (ctx: Koa.Context) => (wantsPrimary(ctx) ? onPrimary : bikes);
+  const precondition = (ctx: Koa.Context) => writePrecondition(ctx, tags.versionOf);
+
+  /** One bike, or 304 when the client's copy is current. */
+  function sendBike(ctx: Koa.Context, { bike, version }: StoredBike): void {
+    if (notModified(ctx, tags.bike(version))) return;
+    ctx.type = 'application/json';
+    ctx.body = bikeJson(bike);
+  }
+
+  /** A written bike, with the ETag of its new state; 412 when the write's precondition failed. */
+  function sendWritten(ctx: Koa.Context, written: StoredBike | typeof PRECONDITION_FAILED): void {
+    if (written === PRECONDITION_FAILED) throw new HttpError(412);
+    ctx.set('ETag', tags.bike(written.version));
+    ctx.body = written.bike;
+  }
 
   // Reads answer 304 to a client whose copy is current (see conditional.ts). A list's ETag is
   // the catalog version, read in the same snapshot as the rows, so it stands for exactly them.
@@ -81,29 +99,31 @@ export function bikeHandlers(bikes: BikeRepository, onPrimary: BikeRepository, c
     },
 
     async getBikeByHandle(ctx) {
-      sendBike(ctx, (await reader(ctx).findFirstByHandle(ctx.params.handle)) ?? notFound(), tags.body);
+      sendBike(ctx, (await reader(ctx).findFirstByHandle(ctx.params.handle)) ?? notFound());
     },
 
     async getBike(ctx) {
-      sendBike(ctx, (await reader(ctx).findById(ctx.params.id.toLowerCase())) ?? notFound(), tags.body);
+      sendBike(ctx, (await reader(ctx).findById(ctx.params.id.toLowerCase())) ?? notFound());
     },
 
     async createBike(ctx, { body }) {
-      ctx.body = await onPrimary.create(randomUUID(), deriveHandle(body.title), body);
+      sendWritten(ctx, await onPrimary.create(randomUUID(), deriveHandle(body.title), body));
     },
 
     async replaceBike(ctx, { body }) {
       const { id: _ignored, handle, ...fields } = body;
-      ctx.body = await onPrimary.replace(ctx.params.id.toLowerCase(), handle, fields);
+      sendWritten(ctx, await onPrimary.replace(ctx.params.id.toLowerCase(), handle, fields, precondition(ctx)));
     },
 
     async updateBike(ctx, { body }) {
-      ctx.body = (await onPrimary.patch(ctx.params.id.toLowerCase(), body)) ?? notFound();
+      sendWritten(ctx, (await onPrimary.patch(ctx.params.id.toLowerCase(), body, precondition(ctx))) ?? notFound());
     },
 
     async deleteBike(ctx) {
       const id = ctx.params.id.toLowerCase();
-      if (!(await onPrimary.delete(id))) notFound();
+      const deleted = await onPrimary.delete(id, precondition(ctx));
+      if (deleted === PRECONDITION_FAILED) throw new HttpError(412);
+      if (!deleted) notFound();
       ctx.body = { id };
     },
   } satisfies Partial<Handlers<typeof API_ROUTES>>;

@@ -1,6 +1,7 @@
 import { constants } from 'node:zlib';
 import compress from 'koa-compress';
 import type Koa from 'koa';
+import { codedTag } from './conditional';
 
 /**
  * Room for the list to run ahead of the compressor (about eight batches of rows), so reading the
@@ -25,11 +26,15 @@ export function compression(): Koa.Middleware {
     br: { params: { [constants.BROTLI_PARAM_QUALITY]: 1 }, ...STREAM_BUFFERS },
     deflate: false,
   });
-  return (ctx, next) => {
+  return async (ctx, next) => {
     // None of ours is acceptable (`identity;q=0` or `*;q=0` without gzip or br): the answer goes
     // out unencoded, as RFC 9110 (12.5.3) allows, rather than a 406 for a read. (koa-compress
     // itself would fail on it with a 500.)
     if (!ctx.acceptsEncodings(ENCODINGS)) ctx.compress = false;
-    return compressing(ctx, next);
+    await compressing(ctx, next);
+    // A strong ETag names the coding of a compressed answer, whose bytes differ (conditional.ts).
+    const coding = ctx.res.getHeader('Content-Encoding');
+    const tag = ctx.res.getHeader('ETag');
+    if (typeof coding === 'string' && typeof tag === 'string') ctx.set('ETag', codedTag(tag, coding));
   };
 }

@@ -34,6 +34,7 @@ const ERRORS = {
   401: 'No bearer token: the Authorization header is missing or has no second element.',
   403: 'The token failed verification (tampered, another secret, expired, not HS256, or living over 1800 s).',
   404: 'No such bike (a path id that is not a UUID names no bike).',
+  412: 'A precondition failed (If-Match names another state of the bike, or none; If-None-Match: * and the bike exists). Nothing changed.',
   413: 'The body is larger than 1 MB; nothing is stored.',
   503: 'The database is not answering; retry (see Retry-After).',
 } as const satisfies Record<ErrorStatus, string>;
@@ -57,6 +58,7 @@ function errorResponses(route: RouteDeclaration<unknown>) {
   if (hasBody(route)) [413, invalid].forEach((s) => statuses.add(s as ErrorStatus));
   if (route.queryParameters) statuses.add(invalid);
   if (route.path.includes('/:')) statuses.add(404);
+  if (route.preconditions) statuses.add(412);
   if (route.database !== false) statuses.add(503);
   const responses: Record<string, unknown> = {};
   for (const status of [...statuses].sort()) {
@@ -94,8 +96,38 @@ const READ_PARAMETERS = [
     schema: { type: 'string', enum: ['primary'] },
   },
 ];
+/** If-Match and If-None-Match on the writes that honour them (src/http/conditional.ts). */
+const PRECONDITION_PARAMETERS = [
+  {
+    name: 'If-Match',
+    in: 'header',
+    required: false,
+    description:
+      'Write only if the bike is in this state: its strong ETag, from a read or a write (a list of them, or ' +
+      '`*` for any state). Compared strongly: a weak tag never matches. Otherwise 412 and nothing changes.',
+    schema: { type: 'string' },
+  },
+  {
+    name: 'If-None-Match',
+    in: 'header',
+    required: false,
+    description: '`*`: write only if there is no such bike (on PUT, create only). Otherwise 412.',
+    schema: { type: 'string', enum: ['*'] },
+  },
+];
+const WRITTEN_ETAG = {
+  ETag: {
+    description: 'The strong ETag of the bike as written: send it in If-Match to write over exactly this state.',
+    schema: { type: 'string' },
+  },
+};
 const READ_HEADERS = {
-  ETag: { description: 'A weak ETag of this representation.', schema: { type: 'string' } },
+  ETag: {
+    description:
+      "This representation's ETag: strong for a bike (its state; send it in If-Match), weak for a list. A " +
+      'compressed answer\'s strong tag ends in its coding (`-gzip"`, `-br"`), and stands for the same state.',
+    schema: { type: 'string' },
+  },
   'Cache-Control': { description: '`no-cache`: revalidate before using a stored copy.', schema: { type: 'string' } },
 };
 const NOT_MODIFIED = {
@@ -134,7 +166,12 @@ function buildDocument() {
     const pathParameters = [...route.path.matchAll(/:(\w+)/g)].map(([, name]) => PATH_PARAMETERS[name]);
     // The reads of the catalog: conditional (ETag, 304), and from a replica unless told otherwise.
     const read = route.method === 'get';
-    const parameters = [...pathParameters, ...queryParameters, ...(read ? READ_PARAMETERS : [])];
+    const parameters = [
+      ...pathParameters,
+      ...queryParameters,
+      ...(read ? READ_PARAMETERS : []),
+      ...(route.preconditions ? PRECONDITION_PARAMETERS : []),
+    ];
     const body = route.requestBody;
     if (body && inputs.body) {
       const note = route.database === false ? '' : ` ${STRINGS_NOTE}`;
@@ -163,7 +200,7 @@ function buildDocument() {
       responses: {
         200: {
           description: route.ok.description,
-          headers: { ...REQUEST_ID_HEADER, ...(read && READ_HEADERS) },
+          headers: { ...REQUEST_ID_HEADER, ...(read && READ_HEADERS), ...(route.writesBike && WRITTEN_ETAG) },
           content: json(route.ok.schema, route.ok.example),
         },
         ...(read && { 304: NOT_MODIFIED }),

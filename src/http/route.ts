@@ -2,6 +2,7 @@ import Router, { type RouterContext, type RouterMiddleware } from '@koa/router';
 import type Koa from 'koa';
 import type * as yup from 'yup';
 import type { Tokens } from '../auth/tokens';
+import { holds, type Precondition } from '../bikes/repository';
 import { describe, validate } from '../bikes/yup';
 import { isRejectedValue } from '../db/errors';
 import { readBody } from './body';
@@ -9,7 +10,7 @@ import { HttpError } from './errors';
 import type { JsonSchema } from './json-schema';
 
 /** The error statuses a route can answer, besides 431 (node's HTTP parser, for any request). */
-export type ErrorStatus = 400 | 401 | 403 | 404 | 413 | 503;
+export type ErrorStatus = 400 | 401 | 403 | 404 | 412 | 413 | 503;
 
 /**
  * One route, declared once (src/http/api-routes.ts): the router mounts it and the OpenAPI
@@ -37,6 +38,10 @@ export interface RouteDeclaration<Input> {
   invalid?: 400 | 404;
   /** The bike at the path `id` must exist before the body is judged: a missing bike's bad body is 404. */
   bikeBeforeBody?: boolean;
+  /** A write that honours If-Match and If-None-Match: `*` (412 when they do not hold; conditional.ts). */
+  preconditions?: boolean;
+  /** The 200 carries the ETag of the bike as written. */
+  writesBike?: boolean;
   /**
    * The request body, for the OpenAPI document: its schema's name there, what it is, an example,
    * and the media types to list (application/json unless said).
@@ -92,14 +97,18 @@ function authenticate(ctx: Koa.Context, tokens: Tokens): void {
 
 export interface RouteChecks {
   tokens: Tokens;
-  /** Whether a bike exists, for a route with `bikeBeforeBody`. */
-  bikeExists: (id: string) => Promise<boolean>;
+  /** The version of the bike with this id, null when there is none (on the primary). */
+  bikeVersion: (id: string) => Promise<string | null>;
+  /** What the request's If-Match and If-None-Match require of the bike it writes. */
+  precondition: (ctx: Koa.Context) => Precondition;
 }
 
 /**
- * A route's handler behind its declaration, always in this order: the token, then the path (not
- * valid percent-encoding, or an id that is not a UUID, names no bike: 404), then the input
- * (query and body), then the handler.
+ * A route's handler behind its declaration, always in this order (docs/decisions.md, rule 23):
+ * the token (401, 403), then the path (not valid percent-encoding, or an id that is not a UUID,
+ * names no bike: 404), then a write's precondition (a missing bike where the route answers 404,
+ * then 412), then the input (query and body), then the handler. The write itself checks the
+ * precondition again, in its own statement: what was true here may not be by then.
  */
 function endpoint<Input>(
   route: RouteDeclaration<Input>,
@@ -113,10 +122,20 @@ function endpoint<Input>(
     if (!isWellFormedPath(ctx.path)) throw new HttpError(404);
     const { id } = ctx.params;
     if (id !== undefined && !UUID.test(id)) throw new HttpError(404);
+    if (route.preconditions) {
+      const when = checks.precondition(ctx);
+      if (when.kind !== 'any') {
+        const version = await checks.bikeVersion(id.toLowerCase());
+        // PUT makes a bike that is not there; the other writes answer 404 for it.
+        if (version === null && route.method !== 'put') throw new HttpError(404);
+        if (!holds(when, version)) throw new HttpError(412);
+      }
+    }
     const body = readsBody ? await readBody(ctx, invalid) : undefined;
     const input = validate(route.input, { body, query: ctx.query });
     if (input === undefined) {
-      throw new HttpError(route.bikeBeforeBody && !(await checks.bikeExists(id.toLowerCase())) ? 404 : invalid);
+      const missing = route.bikeBeforeBody && (await checks.bikeVersion(id.toLowerCase())) === null;
+      throw new HttpError(missing ? 404 : invalid);
     }
     try {
       await handler(ctx, input);

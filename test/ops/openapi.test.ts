@@ -33,16 +33,19 @@ interface Document {
 
 const METHODS = ['get', 'put', 'post', 'patch', 'delete', 'head', 'options', 'trace'];
 
-/** The statuses each operation may answer, from the specification and docs/decisions.md (17: 503 when the database is down). */
+/**
+ * The statuses each operation may answer, from the specification and docs/decisions.md (17: 503
+ * when the database is down; 29: 412 when a write's If-Match or If-None-Match does not hold).
+ */
 const ALLOWED_STATUSES: Record<string, number[]> = {
   listBikes: [200, 304, 431, 503],
   getBike: [200, 304, 404, 431, 503],
   getBikeByHandle: [200, 304, 404, 431, 503],
   searchBikesByTitle: [200, 304, 400, 431, 503],
   createBike: [200, 400, 401, 403, 413, 431, 503],
-  replaceBike: [200, 401, 403, 404, 413, 431, 503],
-  updateBike: [200, 400, 401, 403, 404, 413, 431, 503],
-  deleteBike: [200, 401, 403, 404, 431, 503],
+  replaceBike: [200, 401, 403, 404, 412, 413, 431, 503],
+  updateBike: [200, 400, 401, 403, 404, 412, 413, 431, 503],
+  deleteBike: [200, 401, 403, 404, 412, 431, 503],
   issueToken: [200, 400, 413, 431],
 };
 
@@ -188,7 +191,15 @@ describe('GET /openapi.json', () => {
       Object.values(errors.responses)
         .map((r) => r.content?.['text/plain'].example)
         .sort(),
-    ).toEqual(['Bad Request', 'Forbidden', 'Not Found', 'Payload Too Large', 'Service Unavailable', 'Unauthorized']);
+    ).toEqual([
+      'Bad Request',
+      'Forbidden',
+      'Not Found',
+      'Payload Too Large',
+      'Precondition Failed',
+      'Service Unavailable',
+      'Unauthorized',
+    ]);
   });
 
   it('marks required exactly the bike fields without which a create answers 400, with the types the server checks', async () => {
@@ -305,14 +316,17 @@ describe('GET /openapi.json', () => {
       ['replaceBike', 'PUT', `/bikes/${bike.id}`, { body: replacement, ...noToken }, 401],
       ['replaceBike', 'PUT', `/bikes/${bike.id}`, { body: replacement, ...badToken }, 403],
       ['replaceBike', 'PUT', `/bikes/${bike.id}`, { body: huge }, 413],
+      ['replaceBike', 'PUT', `/bikes/${bike.id}`, { body: replacement, headers: { 'if-match': '"stale"' } }, 412],
       ['updateBike', 'PATCH', `/bikes/${bike.id}`, { body: { totalInventory: 3 } }, 200],
       ['updateBike', 'PATCH', `/bikes/${bike.id}`, { body: { totalInventory: '3' } }, 400],
       ['updateBike', 'PATCH', `/bikes/${unknownId}`, { body: { totalInventory: 3 } }, 404],
       ['updateBike', 'PATCH', `/bikes/${bike.id}`, { body: {}, ...noToken }, 401],
       ['updateBike', 'PATCH', `/bikes/${bike.id}`, { body: {}, ...badToken }, 403],
       ['updateBike', 'PATCH', `/bikes/${bike.id}`, { body: huge }, 413],
+      ['updateBike', 'PATCH', `/bikes/${bike.id}`, { body: {}, headers: { 'if-match': '"stale"' } }, 412],
       ['deleteBike', 'DELETE', `/bikes/${victim.id}`, noToken, 401],
       ['deleteBike', 'DELETE', `/bikes/${victim.id}`, badToken, 403],
+      ['deleteBike', 'DELETE', `/bikes/${victim.id}`, { headers: { 'if-none-match': '*' } }, 412],
       ['deleteBike', 'DELETE', `/bikes/${victim.id}`, {}, 200],
       ['deleteBike', 'DELETE', `/bikes/${victim.id}`, {}, 404],
       ['issueToken', 'POST', '/api/user', { body: { username: 'probe' }, ...noToken }, 200],
