@@ -7,6 +7,8 @@ export const MAX_REPLICA_LAG_MS = 2_000;
 const CHECK_EVERY_MS = 250;
 /** A check that takes longer marks the replica unusable (the next one starts once it settles). */
 const CHECK_TIMEOUT_MS = 1_000;
+/** The primary's WAL positions kept for the lag: an hour of checks, so the lag is exact up to an hour. */
+const MAX_POSITIONS = (3_600 * 1_000) / CHECK_EVERY_MS;
 
 export type Query = <Row extends QueryResultRow>(text: string, values: unknown[]) => Promise<QueryResult<Row>>;
 
@@ -102,7 +104,8 @@ const lsn = (text: string) => {
  * qualifies again. Any error of the replica's falls back to the primary for that read: a replica
  * that is down, hangs, was promoted, belongs elsewhere or lacks a table never causes a 5xx. The
  * lag is measured without clocks: the primary's WAL position is noted at every check, and the
- * replica is as far behind as the oldest position it has not replayed yet. Checks never overlap.
+ * replica is as far behind as the oldest position it has not replayed yet, however old (the
+ * gauge db_replica_lag_seconds shows it). Checks never overlap.
  */
 export function replicaReads(primaryPool: Pool, replicaPool: Pool): Reads & { stop(): void } {
   const primary = poolReads(primaryPool);
@@ -122,12 +125,13 @@ export function replicaReads(primaryPool: Pool, replicaPool: Pool): Reads & { st
       ),
     ]);
     const now = Date.now();
-    positions.push({ at: now, lsn: lsn(onPrimary[0].lsn) });
-    while (positions.length > 2 && now - positions[1].at > MAX_REPLICA_LAG_MS) positions.shift();
+    // When full, the newest positions wait: the lag comes from the oldest, which stays.
+    if (positions.length < MAX_POSITIONS) positions.push({ at: now, lsn: lsn(onPrimary[0].lsn) });
     const { lsn: replayedText, recovering, system } = onReplica[0];
     const replayed = replayedText === null ? -1n : lsn(replayedText);
-    const behind = positions.find((position) => position.lsn > replayed);
-    const lagMs = behind ? now - behind.at : 0;
+    // Positions the replica has replayed tell nothing more; the oldest it has not is the lag.
+    while (positions.length > 0 && positions[0].lsn <= replayed) positions.shift();
+    const lagMs = positions.length > 0 ? now - positions[0].at : 0;
     replicaLag.set(lagMs / 1000);
     usable = recovering && system === onPrimary[0].system && replayedText !== null && lagMs <= MAX_REPLICA_LAG_MS;
   };

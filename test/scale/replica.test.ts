@@ -109,6 +109,35 @@ const eventually = <T>(what: string, probe: () => Promise<T | undefined>) => wai
     }
   });
 
+  it('reads X-Read-From as a list: any element primary reads the primary, and every read is counted where it was served', async () => {
+    const bike = await api.create(newBike());
+    for (const value of ['primary, replica', 'replica ,PRIMARY', 'nearest, primary']) {
+      const [primaryBefore, replicaBefore] = [await reads('primary'), await reads('replica')];
+      await api.request('PATCH', `/bikes/${bike.id}`, { body: { vendor: value } });
+      const res = await api.request('GET', `/bikes/${bike.id}`, { headers: { 'x-read-from': value } });
+      expect({ value, vendor: ((await res.json()) as Bike).vendor }).toEqual({ value, vendor: value });
+      expect({ value, primary: (await reads('primary')) - primaryBefore }).toEqual({ value, primary: 1 });
+      expect({ value, replica: (await reads('replica')) - replicaBefore }).toEqual({ value, replica: 0 });
+    }
+  });
+
+  it('reports the lag however large: replay paused for 4 s shows about 4 s', async () => {
+    const standby = new Client({ connectionString: replica.url('bikes') });
+    await standby.connect();
+    try {
+      await standby.query('SELECT pg_wal_replay_pause()');
+      const paused = performance.now();
+      await api.create(newBike());
+      await new Promise((resolve) => setTimeout(resolve, 4_000));
+      const lag = valueOf(await readMetrics(baseUrl), 'db_replica_lag_seconds', {});
+      expect(lag).toBeGreaterThan(3);
+      expect(lag).toBeLessThanOrEqual((performance.now() - paused) / 1000 + 0.5);
+    } finally {
+      await standby.query('SELECT pg_wal_replay_resume()');
+      await standby.end();
+    }
+  });
+
   it('sends reads to the primary while the replica lags beyond the bound, and back once it catches up', async () => {
     const bike = await api.create(newBike({ vendor: 'Before' }));
     await eventually('the replica has the bike', async () =>
