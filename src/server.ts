@@ -19,6 +19,8 @@ import { withinTime } from './timeout';
 
 /** Requests in flight may finish for this long; the pool and PostgreSQL stop in the rest of 10 s. */
 const SHUTDOWN_GRACE_MS = 8_000;
+/** How often idempotency keys past their lifetime are deleted. */
+const PRUNE_EVERY_MS = 60 * 60 * 1000;
 /** How long a shutdown waits for the pool to close (it can hang on a database that is down). */
 const POOL_CLOSE_MS = 1_000;
 /** How long start-up waits for an external database to accept connections. */
@@ -73,9 +75,15 @@ export async function startService(config: Config, logger: Logger): Promise<Serv
       : undefined;
     // One Prisma Client, for the writes, on the primary's pool: no second pool to size or drain.
     const prisma = createPrismaClient(primary);
+    const bikesOnPrimary = createBikeRepository({ prisma, writes: primary });
+    // Idempotency keys past their lifetime go, every hour (rule 24); a failure waits for the next.
+    const pruning = setInterval(() => {
+      bikesOnPrimary.pruneIdempotencyKeys().catch((err: Error) => logger.warn({ err: err.message }, 'pruning failed'));
+    }, PRUNE_EVERY_MS);
+    pruning.unref();
     const app = createApp({
       bikes: createBikeRepository({ prisma, writes: primary, reads: replica }),
-      bikesOnPrimary: createBikeRepository({ prisma, writes: primary }),
+      bikesOnPrimary,
       catalogId,
       tokens: createTokens(jwtSecret),
       logger,
@@ -87,6 +95,7 @@ export async function startService(config: Config, logger: Logger): Promise<Serv
     return {
       port: listener.port,
       async stop() {
+        clearInterval(pruning);
         await listener.close(SHUTDOWN_GRACE_MS);
         replica?.stop();
         await closePools();

@@ -68,6 +68,11 @@ function escapeLike(term: string): string {
 
 export type BikeRepository = ReturnType<typeof createBikeRepository>;
 
+/** How long an Idempotency-Key is remembered (rule 24: at least 24 hours). */
+export const IDEMPOTENCY_KEY_LIFETIME_MS = 24 * 60 * 60 * 1000;
+/** The advisory lock space of idempotency keys: hashtextextended's seed, so other locks do not collide with it. */
+const IDEMPOTENCY_LOCK_SEED = 2_024_112_303;
+
 /** A bike as stored, and its version: the state it is in (see the migration bike_row_versions). */
 export interface StoredBike {
   bike: Bike;
@@ -141,6 +146,60 @@ export function createBikeRepository({
     /** One INSERT ... RETURNING the bike's columns. */
     create: async (id: string, handle: string, fields: BikeFields): Promise<StoredBike> =>
       stored(await prisma.bike.create({ data: toModelFields({ id, handle, ...fields }), select: STORED_SELECT })),
+
+    /**
+     * Creates the bike once for an Idempotency-Key (docs/decisions.md, rule 24), in one
+     * transaction that holds the key's advisory lock and writes the bike and the key together:
+     * a key seen before (within 24 hours) gives the answer it got (`replay`), or `mismatch` when
+     * its fields differ; a key whose first request is still running gives `in-flight`. A
+     * transaction that does not commit leaves neither, so its retry creates the bike.
+     */
+    async createOnce(
+      key: string,
+      fingerprint: string,
+      create: { id: string; handle: string; fields: BikeFields },
+    ): Promise<
+      | { kind: 'created'; stored: StoredBike }
+      | { kind: 'replay'; response: string; version: string }
+      | { kind: 'mismatch' }
+      | { kind: 'in-flight' }
+    > {
+      return prisma.$transaction(async (tx) => {
+        const [{ locked }] = await tx.$queryRaw<{ locked: boolean }[]>`
+          SELECT pg_try_advisory_xact_lock(hashtextextended(${key}, ${IDEMPOTENCY_LOCK_SEED})) AS locked`;
+        if (!locked) return { kind: 'in-flight' as const };
+        const seen = await tx.idempotencyKey.findUnique({ where: { key } });
+        if (seen && seen.createdAt.getTime() > Date.now() - IDEMPOTENCY_KEY_LIFETIME_MS) {
+          if (seen.fingerprint !== fingerprint) return { kind: 'mismatch' as const };
+          return { kind: 'replay' as const, response: seen.response, version: String(seen.bikeVersion) };
+        }
+        if (seen) await tx.idempotencyKey.delete({ where: { key } });
+        const created = stored(
+          await tx.bike.create({
+            data: toModelFields({ id: create.id, handle: create.handle, ...create.fields }),
+            select: STORED_SELECT,
+          }),
+        );
+        await tx.idempotencyKey.create({
+          data: {
+            key,
+            fingerprint,
+            bikeId: created.bike.id,
+            bikeVersion: BigInt(created.version),
+            response: JSON.stringify(created.bike),
+          },
+        });
+        return { kind: 'created' as const, stored: created };
+      });
+    },
+
+    /** Deletes the keys older than their lifetime (the service does it every hour). */
+    async pruneIdempotencyKeys(): Promise<number> {
+      const { count } = await prisma.idempotencyKey.deleteMany({
+        where: { createdAt: { lt: new Date(Date.now() - IDEMPOTENCY_KEY_LIFETIME_MS) } },
+      });
+      return count;
+    },
 
     findById: async (id: string) => first(await statements.byId.run(reads.query, id)),
 

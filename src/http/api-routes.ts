@@ -38,6 +38,16 @@ const searchQuery = yup.object({
     .matches(/^[^\u0000]*$/),
 });
 
+/**
+ * Idempotency-Key (rule 24): the client's name for one create, as sent, 1 to 255 visible ASCII
+ * characters; no comma, so a key sent twice (which arrives joined by one) is refused.
+ */
+const idempotencyKey = yup
+  .string()
+  .typeError(WRONG_TYPE)
+  .strict()
+  .matches(/^[\x21-\x2b\x2d-\x7e]{1,255}$/, '${path} is not a key');
+
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 const BIKE = ref('Bike');
 const BIKES = { type: 'array', items: BIKE };
@@ -159,12 +169,27 @@ export const API_ROUTES = {
       'The server makes the id (UUID v4) and the handle (from the title); a body id or handle is ignored. ' +
       '`POST /bikes` is the same route.',
     token: true,
-    input: input({ body: bikeFields }),
+    input: input({ body: bikeFields, headers: yup.object({ 'idempotency-key': idempotencyKey }) }),
     invalid: 400,
     writesBike: true,
+    headerParameters: {
+      'Idempotency-Key': {
+        description:
+          'Your name for this create (1 to 255 visible ASCII characters, no comma), to retry it safely: ' +
+          'within 24 hours the same key with the same fields answers the first 200 again (with ' +
+          '`Idempotent-Replayed: true`) and creates nothing; with other fields, 422; while the first ' +
+          'request is still running, 409.',
+        example: '8e03978e-40d5-43e8-bc93-6894a57f9324',
+      },
+    },
+    alsoAnswers: [409, 422],
     requestBody: { name: 'NewBike', description: 'The eight client fields.', example: EXAMPLE_FIELDS },
     ok: { description: 'The created bike', schema: BIKE, example: EXAMPLE_BIKE },
-    meanings: { 400: 'No body, malformed JSON, or a body that fails validation.' },
+    meanings: {
+      400: 'No body, malformed JSON, a body that fails validation, or an Idempotency-Key that is not one.',
+      409: 'A request with this Idempotency-Key is still running; retry later.',
+      422: 'This Idempotency-Key was used with other fields.',
+    },
   },
   issueToken: {
     method: 'post',

@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
 import type Koa from 'koa';
 import { type Bike, deriveHandle } from '../bikes/bike';
@@ -106,8 +106,27 @@ export function bikeHandlers(bikes: BikeRepository, onPrimary: BikeRepository, c
       sendBike(ctx, (await reader(ctx).findById(ctx.params.id.toLowerCase())) ?? notFound());
     },
 
-    async createBike(ctx, { body }) {
-      sendWritten(ctx, await onPrimary.create(randomUUID(), deriveHandle(body.title), body));
+    async createBike(ctx, { body, headers }) {
+      const create = { id: randomUUID(), handle: deriveHandle(body.title), fields: body };
+      const key = headers['idempotency-key'];
+      if (key === undefined) return sendWritten(ctx, await onPrimary.create(create.id, create.handle, create.fields));
+      // Rule 24: the fields as checked (unknown ones dropped), in the schema's order.
+      const fingerprint = createHash('sha256').update(JSON.stringify(body)).digest('base64url');
+      const outcome = await onPrimary.createOnce(key, fingerprint, create);
+      switch (outcome.kind) {
+        case 'created':
+          return sendWritten(ctx, outcome.stored);
+        case 'replay':
+          ctx.set('Idempotent-Replayed', 'true');
+          ctx.set('ETag', tags.bike(outcome.version));
+          ctx.type = 'application/json';
+          ctx.body = outcome.response;
+          return;
+        case 'mismatch':
+          throw new HttpError(422);
+        case 'in-flight':
+          throw new HttpError(409);
+      }
     },
 
     async replaceBike(ctx, { body }) {

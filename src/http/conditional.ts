@@ -6,7 +6,7 @@ import type { Precondition } from '../bikes/repository';
  * Conditional requests. Every 200 of a read carries an ETag and `Cache-Control: no-cache`, so
  * clients revalidate; an If-None-Match that still matches is answered 304 with no body. A bike's
  * ETag is strong, made of its version (a state of it that is never repeated), so a client can
- * send it back in If-Match to write only over what it read (docs/decisions.md, rule 29); a
+ * send it back in If-Match to write only over what it read (docs/decisions.md, rule 23); a
  * list's is weak. A compressed answer's strong tag names its coding ("...-gzip"), as its bytes
  * differ; a precondition takes either tag for the same state.
  */
@@ -46,7 +46,7 @@ export function codedTag(tag: string, coding: string): string {
  * What a write requires of the bike it writes (RFC 9110, 13.1.1 and 13.1.2): If-Match `*`, that
  * it exists; If-Match with tags, that it is in one of their states, by the strong comparison (a
  * weak tag, or one of another catalog, matches nothing); else If-None-Match `*`, that it does not
- * exist. If-None-Match with tags, and If-Unmodified-Since, are not evaluated on writes (rule 29).
+ * exist. If-None-Match with tags, and If-Unmodified-Since, are not evaluated on writes (rule 23).
  */
 export function writePrecondition(ctx: Koa.Context, versionOf: (tag: string) => string | undefined): Precondition {
   const ifMatch = ctx.get('If-Match').trim();

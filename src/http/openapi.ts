@@ -34,8 +34,10 @@ const ERRORS = {
   401: 'No bearer token: the Authorization header is missing or has no second element.',
   403: 'The token failed verification (tampered, another secret, expired, not HS256, or living over 1800 s).',
   404: 'No such bike (a path id that is not a UUID names no bike).',
+  409: 'Conflict: another request with the same Idempotency-Key is still running.',
   412: 'A precondition failed (If-Match names another state of the bike, or none; If-None-Match: * and the bike exists). Nothing changed.',
   413: 'The body is larger than 1 MB; nothing is stored.',
+  422: 'The Idempotency-Key was used before with other fields; nothing is stored.',
   503: 'The database is not answering; retry (see Retry-After).',
 } as const satisfies Record<ErrorStatus, string>;
 /** The component of an error response: its reason phrase without spaces (NotFound). */
@@ -59,6 +61,7 @@ function errorResponses(route: RouteDeclaration<unknown>) {
   if (route.queryParameters) statuses.add(invalid);
   if (route.path.includes('/:')) statuses.add(404);
   if (route.preconditions) statuses.add(412);
+  for (const status of route.alsoAnswers ?? []) statuses.add(status);
   if (route.database !== false) statuses.add(503);
   const responses: Record<string, unknown> = {};
   for (const status of [...statuses].sort()) {
@@ -115,6 +118,12 @@ const PRECONDITION_PARAMETERS = [
     schema: { type: 'string', enum: ['*'] },
   },
 ];
+const REPLAYED = {
+  'Idempotent-Replayed': {
+    description: '`true` on an answer given again for an Idempotency-Key seen before (nothing was created).',
+    schema: { type: 'string', enum: ['true'] },
+  },
+};
 const WRITTEN_ETAG = {
   ETag: {
     description: 'The strong ETag of the bike as written: send it in If-Match to write over exactly this state.',
@@ -163,12 +172,22 @@ function buildDocument() {
       schema: fromDescription(queryFields[name]),
       example,
     }));
+    const headerFields = inputs.headers?.fields ?? {};
+    const headerParameters = Object.entries(route.headerParameters ?? {}).map(([name, { description, example }]) => ({
+      name,
+      in: 'header',
+      required: !headerFields[name.toLowerCase()].optional,
+      description,
+      schema: fromDescription(headerFields[name.toLowerCase()]),
+      example,
+    }));
     const pathParameters = [...route.path.matchAll(/:(\w+)/g)].map(([, name]) => PATH_PARAMETERS[name]);
     // The reads of the catalog: conditional (ETag, 304), and from a replica unless told otherwise.
     const read = route.method === 'get';
     const parameters = [
       ...pathParameters,
       ...queryParameters,
+      ...headerParameters,
       ...(read ? READ_PARAMETERS : []),
       ...(route.preconditions ? PRECONDITION_PARAMETERS : []),
     ];
@@ -200,7 +219,12 @@ function buildDocument() {
       responses: {
         200: {
           description: route.ok.description,
-          headers: { ...REQUEST_ID_HEADER, ...(read && READ_HEADERS), ...(route.writesBike && WRITTEN_ETAG) },
+          headers: {
+            ...REQUEST_ID_HEADER,
+            ...(read && READ_HEADERS),
+            ...(route.writesBike && WRITTEN_ETAG),
+            ...(route.headerParameters?.['Idempotency-Key'] && REPLAYED),
+          },
           content: json(route.ok.schema, route.ok.example),
         },
         ...(read && { 304: NOT_MODIFIED }),

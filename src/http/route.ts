@@ -10,7 +10,7 @@ import { HttpError } from './errors';
 import type { JsonSchema } from './json-schema';
 
 /** The error statuses a route can answer, besides 431 (node's HTTP parser, for any request). */
-export type ErrorStatus = 400 | 401 | 403 | 404 | 412 | 413 | 503;
+export type ErrorStatus = 400 | 401 | 403 | 404 | 409 | 412 | 413 | 422 | 503;
 
 /**
  * One route, declared once (src/http/api-routes.ts): the router mounts it and the OpenAPI
@@ -26,8 +26,9 @@ export interface RouteDeclaration<Input> {
   token?: boolean;
   /**
    * What the handler gets: a yup object of `body` (a route that has one reads the request body,
-   * docs/decisions.md rule 12) and `query` (the query string's parameters), checked before the
-   * handler runs. Whatever fails it is answered with `invalid`.
+   * docs/decisions.md rule 12), `query` (the query string's parameters) and `headers` (those the
+   * route reads, by their lowercase names), checked before the handler runs. Whatever fails it
+   * is answered with `invalid`.
    */
   input: yup.Schema<Input>;
   /**
@@ -47,6 +48,10 @@ export interface RouteDeclaration<Input> {
    * and the media types to list (application/json unless said).
    */
   requestBody?: { name: string; description: string; example: unknown; required?: boolean; mediaTypes?: string[] };
+  /** The request headers the route reads, for the OpenAPI document (their schemas come from `input`). */
+  headerParameters?: Record<string, { description: string; example: string }>;
+  /** Statuses the handler answers besides those the declaration implies, for the OpenAPI document. */
+  alsoAnswers?: ErrorStatus[];
   /** The query parameters, for the OpenAPI document (their schemas come from `input`). */
   queryParameters?: Record<string, { description: string; example: string }>;
   /** The 200: what it is, its schema and an example. */
@@ -132,7 +137,7 @@ function endpoint<Input>(
       }
     }
     const body = readsBody ? await readBody(ctx, invalid) : undefined;
-    const input = validate(route.input, { body, query: ctx.query });
+    const input = validate(route.input, { body, query: ctx.query, headers: ctx.headers });
     if (input === undefined) {
       const missing = route.bikeBeforeBody && (await checks.bikeVersion(id.toLowerCase())) === null;
       throw new HttpError(missing ? 404 : invalid);

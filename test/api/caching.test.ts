@@ -66,7 +66,7 @@ describe('the read routes, for clients that poll', () => {
     ];
 
     it.each(['the list', 'a search', 'a bike by id', 'a bike by handle'])(
-      '%s: 200 with an ETag (a bike\'s strong, a list\'s weak) and Cache-Control: no-cache, then 304 with no body while nothing changed (GET and HEAD)',
+      "%s: 200 with an ETag (a bike's strong, a list's weak) and Cache-Control: no-cache, then 304 with no body while nothing changed (GET and HEAD)",
       async (route) => {
         const path = routes(bikes[0])[['the list', 'a search', 'a bike by id', 'a bike by handle'].indexOf(route)];
         const plain = await get(first, path);

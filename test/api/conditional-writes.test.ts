@@ -7,7 +7,7 @@ import { startTestService, type TestService } from '../support/service';
 import { type RawReply, rawRequest } from './helpers';
 
 /**
- * Writes that say what they expect (docs/decisions.md, rule 29): If-Match with a bike's strong
+ * Writes that say what they expect (docs/decisions.md, rule 23): If-Match with a bike's strong
  * ETag writes only over that state, atomically, on one instance or two; If-Match: * needs the
  * bike; If-None-Match: * on PUT creates only. A failed precondition is 412 and changes nothing.
  */
@@ -47,7 +47,7 @@ describe('conditional writes (If-Match, If-None-Match)', () => {
     expect(reply.status).toBe(200);
     return { bike: json(reply), etag: reply.headers.etag as string };
   }
-  const read = (svc: TestService, id: string) => rawRequest(svc.baseUrl, 'GET', `/bikes/${id}`);
+  const read = (svc: TestService, id: string) => rawRequest(svc.baseUrl, 'GET', `/bikes/${id}`, {});
 
   it('gives every written bike a strong ETag, the one a read of it then answers with', async () => {
     const { bike, etag } = await created();

@@ -35,14 +35,15 @@ const METHODS = ['get', 'put', 'post', 'patch', 'delete', 'head', 'options', 'tr
 
 /**
  * The statuses each operation may answer, from the specification and docs/decisions.md (17: 503
- * when the database is down; 29: 412 when a write's If-Match or If-None-Match does not hold).
+ * when the database is down; 23: 412 when a write's If-Match or If-None-Match does not hold; 24:
+ * 409 and 422 for an Idempotency-Key in use, or used with other fields).
  */
 const ALLOWED_STATUSES: Record<string, number[]> = {
   listBikes: [200, 304, 431, 503],
   getBike: [200, 304, 404, 431, 503],
   getBikeByHandle: [200, 304, 404, 431, 503],
   searchBikesByTitle: [200, 304, 400, 431, 503],
-  createBike: [200, 400, 401, 403, 413, 431, 503],
+  createBike: [200, 400, 401, 403, 409, 413, 422, 431, 503],
   replaceBike: [200, 401, 403, 404, 412, 413, 431, 503],
   updateBike: [200, 400, 401, 403, 404, 412, 413, 431, 503],
   deleteBike: [200, 401, 403, 404, 412, 431, 503],
@@ -193,12 +194,14 @@ describe('GET /openapi.json', () => {
         .sort(),
     ).toEqual([
       'Bad Request',
+      'Conflict',
       'Forbidden',
       'Not Found',
       'Payload Too Large',
       'Precondition Failed',
       'Service Unavailable',
       'Unauthorized',
+      'Unprocessable Entity',
     ]);
   });
 
@@ -311,6 +314,8 @@ describe('GET /openapi.json', () => {
       ['createBike', 'POST', '/bikes/', { body: newBike(), ...noToken }, 401],
       ['createBike', 'POST', '/bikes/', { body: newBike(), ...badToken }, 403],
       ['createBike', 'POST', '/bikes/', { body: huge }, 413],
+      ['createBike', 'POST', '/bikes/', { body: newBike(), headers: { 'idempotency-key': 'probe-key' } }, 200],
+      ['createBike', 'POST', '/bikes/', { body: newBike(), headers: { 'idempotency-key': 'probe-key' } }, 422],
       ['replaceBike', 'PUT', `/bikes/${bike.id}`, { body: replacement }, 200],
       ['replaceBike', 'PUT', `/bikes/${bike.id}`, { body: { title: 'only a title' } }, 404],
       ['replaceBike', 'PUT', `/bikes/${bike.id}`, { body: replacement, ...noToken }, 401],

@@ -1,0 +1,149 @@
+import { randomUUID } from 'node:crypto';
+import { Client } from 'pg';
+import type { Bike } from '../../src/bikes/bike';
+import { newBike } from '../support/bikes';
+import { startTestService, type TestService } from '../support/service';
+import { type RawReply, rawRequest } from './helpers';
+
+/**
+ * Idempotency-Key on POST /bikes/ (docs/decisions.md, rule 24): a create retried with its key
+ * makes one bike, whichever instance the retry reaches and whatever became of the first try.
+ */
+
+describe('POST /bikes/ with an Idempotency-Key', () => {
+  let first: TestService;
+  let second: TestService;
+  let token: string;
+  let sql: Client;
+
+  beforeAll(async () => {
+    first = await startTestService();
+    // A second instance on the same database, signing with the same secret.
+    second = await startTestService({ databaseUrl: first.databaseUrl, jwtSecret: first.jwtSecret });
+    token = await first.token();
+    sql = new Client({ connectionString: first.databaseUrl });
+    await sql.connect();
+  });
+  afterAll(async () => {
+    await sql.end();
+    await second.stop();
+    await first.stop();
+  });
+
+  const post = (svc: TestService, key: string | undefined, body: unknown): Promise<RawReply> =>
+    rawRequest(
+      svc.baseUrl,
+      'POST',
+      '/bikes/',
+      {
+        authorization: `Bearer ${token}`,
+        'content-type': 'application/json',
+        ...(key !== undefined && { 'idempotency-key': key }),
+      },
+      JSON.stringify(body),
+    );
+  const bikesTitled = async (title: string) =>
+    Number((await sql.query('SELECT count(*) FROM bikes WHERE title = $1', [title])).rows[0].count);
+
+  it('a retry with the same key and fields answers the same 200 and body, marked as a replay, and creates nothing', async () => {
+    const key = randomUUID();
+    const fields = newBike();
+    const once = await post(first, key, fields);
+    expect(once.status).toBe(200);
+    expect(once.headers['idempotent-replayed']).toBeUndefined();
+    const again = await post(second, key, fields);
+    expect(again.status).toBe(200);
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    expect(again.body.toString('utf8')).toBe(once.body.toString('utf8'));
+    expect(again.headers.etag).toBe(once.headers.etag);
+    expect(await bikesTitled(fields.title)).toBe(1);
+  });
+
+  it('the same key with other fields is 422 and creates nothing', async () => {
+    const key = randomUUID();
+    const fields = newBike();
+    expect((await post(first, key, fields)).status).toBe(200);
+    const other = newBike();
+    const reply = await post(first, key, other);
+    expect(reply.status).toBe(422);
+    expect(reply.body.toString('utf8')).toBe('Unprocessable Entity');
+    expect(await bikesTitled(other.title)).toBe(0);
+  });
+
+  it('many retries at once, on two instances, make one bike: the others get the replay or 409', async () => {
+    const key = randomUUID();
+    const fields = newBike();
+    const replies = await Promise.all(Array.from({ length: 12 }, (_, i) => post(i % 2 ? second : first, key, fields)));
+    const statuses = replies.map((r) => r.status);
+    expect(statuses.every((status) => status === 200 || status === 409)).toBe(true);
+    expect(statuses).toContain(200);
+    expect(await bikesTitled(fields.title)).toBe(1);
+    const ids = new Set(
+      replies.filter((r) => r.status === 200).map((r) => (JSON.parse(r.body.toString('utf8')) as Bike).id),
+    );
+    expect(ids.size).toBe(1);
+  });
+
+  it('a create that got a 503 (the table locked past lock_timeout) committed nothing: its retry makes the one bike', async () => {
+    const key = randomUUID();
+    const fields = newBike();
+    const holder = new Client({ connectionString: first.databaseUrl });
+    await holder.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query('LOCK TABLE bikes IN ACCESS EXCLUSIVE MODE');
+      const refused = await post(first, key, fields);
+      expect(refused.status).toBe(503);
+      await holder.query('ROLLBACK');
+    } finally {
+      await holder.end();
+    }
+    expect(await bikesTitled(fields.title)).toBe(0);
+    const retried = await post(second, key, fields);
+    expect(retried.status).toBe(200);
+    expect(retried.headers['idempotent-replayed']).toBeUndefined();
+    expect(await bikesTitled(fields.title)).toBe(1);
+  }, 20_000);
+
+  it('a create whose connection the client cut is either done or not, and its retry leaves exactly one bike', async () => {
+    const key = randomUUID();
+    const fields = newBike();
+    const cut = new AbortController();
+    const sent = fetch(`${first.baseUrl}/bikes/`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'idempotency-key': key },
+      body: JSON.stringify(fields),
+      signal: cut.signal,
+    }).catch(() => undefined);
+    cut.abort();
+    await sent;
+    const retried = await post(second, key, fields);
+    // 409 while the first is still running: the client retries again.
+    let status = retried.status;
+    for (let i = 0; status === 409 && i < 50; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      status = (await post(second, key, fields)).status;
+    }
+    expect(status).toBe(200);
+    expect(await bikesTitled(fields.title)).toBe(1);
+  });
+
+  it('refuses a key that is not one with 400, and without a key every POST creates', async () => {
+    const fields = newBike();
+    for (const key of ['', 'a'.repeat(256), 'two,keys', 'with space']) {
+      expect({ key, status: (await post(first, key, fields)).status }).toEqual({ key, status: 400 });
+    }
+    expect(await bikesTitled(fields.title)).toBe(0);
+    expect((await post(first, undefined, fields)).status).toBe(200);
+    expect((await post(first, undefined, fields)).status).toBe(200);
+    expect(await bikesTitled(fields.title)).toBe(2);
+  });
+
+  it('keeps the key in PostgreSQL with the bike, so it outlives the instance that took it', async () => {
+    const key = randomUUID();
+    const fields = newBike();
+    const once = await post(first, key, fields);
+    const { rows } = await sql.query('SELECT bike_id FROM idempotency_keys WHERE key = $1', [key]);
+    expect(rows).toEqual([{ bike_id: (JSON.parse(once.body.toString('utf8')) as Bike).id }]);
+  });
+});
