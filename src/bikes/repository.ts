@@ -201,6 +201,9 @@ export function createBikeRepository({
       return count;
     },
 
+    /** Set while the reads come from a replica because the primary cannot be reached (Reads.stale). */
+    stale: () => reads.stale?.(),
+
     findById: async (id: string) => first(await statements.byId.run(reads.query, id)),
 
     async findFirstByHandle(handle: string): Promise<StoredBike | null> {

@@ -1,5 +1,5 @@
 import net from 'node:net';
-import { Pool, type PoolClient } from 'pg';
+import { Client, Pool, type PoolClient } from 'pg';
 import { withinTime } from '../timeout';
 
 /** A query stuck on a half-dead connection must not hold a request forever. */
@@ -77,6 +77,59 @@ function cutOffStuckClients(pool: Pool, limitMs: number, onCutOff: (err: Error) 
   timer.unref();
 }
 
+/** A server that leaves a trivial query unanswered this long on a connection of its own hangs. */
+const HANG_AFTER_MS = 1_000;
+const HANG_CHECK_EVERY_MS = 250;
+
+/**
+ * Closes every connection of the pool while the server hangs (a stopped PgBouncer, a frozen
+ * host), so that what waits on them fails at once (503) instead of at the 30 s cut-off: a
+ * SELECT 1 every 250 ms, on a connection of its own, unanswered for 1 s, means it hangs. (A
+ * server that is down refuses connections by itself.) A write in flight then may still commit
+ * when the server wakes: its outcome cannot be known (docs/decisions.md, rule 18).
+ */
+function closeConnectionsWhileHung(pool: Pool, connectionString: string, onHang: (err: Error) => void): void {
+  const connections = new Set<PoolClient>();
+  pool.on('connect', (client) => connections.add(client));
+  pool.on('remove', (client) => connections.delete(client as PoolClient));
+  let probe: Client | undefined;
+  let asking = false;
+  const drop = (client: Client) => {
+    client.on('error', () => undefined);
+    client.connection.stream.destroy();
+  };
+  const ask = async () => {
+    probe ??= await (async () => {
+      const client = new Client({ connectionString, connectionTimeoutMillis: HANG_AFTER_MS });
+      client.on('error', () => undefined);
+      await client.connect();
+      return client;
+    })();
+    if ((await withinTime(probe.query('SELECT 1'), HANG_AFTER_MS)) !== 'timeout') return;
+    onHang(new Error(`the database did not answer within ${HANG_AFTER_MS / 1000} s; its connections were closed`));
+    for (const client of connections) drop(client);
+    drop(probe);
+    probe = undefined;
+  };
+  const timer = setInterval(() => {
+    if (pool.ended) {
+      clearInterval(timer);
+      if (probe) drop(probe);
+      return;
+    }
+    if (asking) return;
+    asking = true;
+    ask()
+      .catch(() => {
+        // Refused or broken: the server is down or restarting, which the pool sees by itself.
+        if (probe) drop(probe);
+        probe = undefined;
+      })
+      .finally(() => (asking = false));
+  }, HANG_CHECK_EVERY_MS);
+  timer.unref();
+}
+
 /**
  * The pg pool every query runs on. Connecting gives up after 1.5 s, so while PostgreSQL is down
  * (or hangs) requests get their 503 within 2 s instead of queueing, and the pool reconnects by
@@ -96,5 +149,6 @@ export function connectPool(
   // An idle connection that PostgreSQL drops (restart, outage) must not crash the process.
   pool.on('error', onError);
   cutOffStuckClients(pool, queryTimeoutMs, onError);
+  closeConnectionsWhileHung(pool, databaseUrl, onError);
   return pool;
 }

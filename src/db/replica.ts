@@ -32,6 +32,12 @@ export interface Reads {
    * and first rows). A failure there still falls back to the primary; one after it cannot.
    */
   snapshot<T>(begin: (query: Query) => Promise<T>): Promise<{ begun: T; snapshot: Snapshot }>;
+  /**
+   * Set while reads are answered by a replica because the primary (or the pooler in front of it)
+   * cannot be reached: the commit time of the last transaction the replica replayed (null if it
+   * cannot tell). Read before a read starts: that read is served under the same state.
+   */
+  stale?(): { replayedAt: Date | null } | undefined;
 }
 
 async function openSnapshot<T>(
@@ -112,18 +118,59 @@ export function replicaReads(primaryPool: Pool, replicaPool: Pool): Reads & { st
   const fallback = poolReads(primaryPool, 'primary-fallback');
   const replica = poolReads(replicaPool, 'replica');
   let usable = false;
+  /** Set while the primary does not answer and the replica serves the reads (see `stale`). */
+  let primaryAway: { replayedAt: Date | null } | undefined;
+  /** The primary's cluster, as last seen: a replica of another is never read. */
+  let primarySystem: string | undefined;
   const positions: { at: number; lsn: bigint }[] = [];
 
-  const measure = async () => {
-    const [{ rows: onPrimary }, { rows: onReplica }] = await Promise.all([
-      primaryPool.query<{ lsn: string; system: string }>(
+  // One question to the primary at a time: one that hangs is asked again, not anew, so a hung
+  // primary holds one of the pool's connections, not one per check.
+  let primaryAsked: Promise<QueryResult<{ lsn: string; system: string }>> | undefined;
+  const askPrimary = () =>
+    (primaryAsked ??= primaryPool
+      .query<{ lsn: string; system: string }>(
         'SELECT pg_current_wal_lsn()::text AS lsn, (SELECT system_identifier::text FROM pg_control_system()) AS system',
+      )
+      .finally(() => (primaryAsked = undefined)));
+  const askReplica = () =>
+    replicaPool.query<{ lsn: string | null; recovering: boolean; system: string; replayed_at: Date | null }>(
+      `SELECT pg_last_wal_replay_lsn()::text AS lsn, pg_is_in_recovery() AS recovering,
+              (SELECT system_identifier::text FROM pg_control_system()) AS system,
+              pg_last_xact_replay_timestamp() AS replayed_at`,
+    );
+
+  /**
+   * Without the primary, the lag cannot be measured: the replica serves the reads if it is still
+   * a replica of the primary's cluster, marked as possibly stale (docs/decisions.md, rule 26).
+   */
+  const judgeWithoutPrimary = async (replicaSide: ReturnType<typeof askReplica>) => {
+    const [replica] = (await replicaSide).rows;
+    usable = replica.recovering && replica.system === primarySystem && replica.lsn !== null;
+    primaryAway = usable ? { replayedAt: replica.replayed_at } : undefined;
+  };
+
+  const measure = async () => {
+    const primarySide = askPrimary();
+    const replicaSide = askReplica();
+    // Both are handled below, the replica's only after the primary's: meanwhile, neither
+    // failure may count as unhandled.
+    primarySide.catch(() => undefined);
+    replicaSide.catch(() => undefined);
+    const primaryAnswer = await withinTime(
+      primarySide.then(
+        (result) => result,
+        () => 'failed' as const,
       ),
-      replicaPool.query<{ lsn: string | null; recovering: boolean; system: string }>(
-        `SELECT pg_last_wal_replay_lsn()::text AS lsn, pg_is_in_recovery() AS recovering,
-                (SELECT system_identifier::text FROM pg_control_system()) AS system`,
-      ),
-    ]);
+      CHECK_TIMEOUT_MS,
+    );
+    if (primaryAnswer === 'timeout' || primaryAnswer === 'failed') {
+      await judgeWithoutPrimary(replicaSide);
+      return;
+    }
+    const [{ rows: onPrimary }, { rows: onReplica }] = [primaryAnswer, await replicaSide];
+    primarySystem = onPrimary[0].system;
+    primaryAway = undefined;
     const now = Date.now();
     // When full, the newest positions wait: the lag comes from the oldest, which stays.
     if (positions.length < MAX_POSITIONS) positions.push({ at: now, lsn: lsn(onPrimary[0].lsn) });
@@ -139,8 +186,12 @@ export function replicaReads(primaryPool: Pool, replicaPool: Pool): Reads & { st
   const check = async () => {
     const measuring = measure().catch(() => {
       usable = false;
+      primaryAway = undefined;
     });
-    if ((await withinTime(measuring, CHECK_TIMEOUT_MS)) === 'timeout') usable = false;
+    if ((await withinTime(measuring, 2 * CHECK_TIMEOUT_MS)) === 'timeout') {
+      usable = false;
+      primaryAway = undefined;
+    }
     await measuring; // a replica that hangs holds this check, and no other starts meanwhile
   };
   const tick = () => {
@@ -164,6 +215,7 @@ export function replicaReads(primaryPool: Pool, replicaPool: Pool): Reads & { st
   return {
     query: (text, values) => preferReplica((reads) => reads.query(text, values)),
     snapshot: (begin) => preferReplica((reads) => reads.snapshot(begin)),
+    stale: () => (usable ? primaryAway : undefined),
     stop: () => clearInterval(timer),
   };
 }

@@ -65,7 +65,22 @@ function wantsPrimary(ctx: Koa.Context): boolean {
  */
 export function bikeHandlers(bikes: BikeRepository, onPrimary: BikeRepository, catalogId: string) {
   const tags = entityTags(catalogId);
-  const reader = (ctx: Koa.Context) => (wantsPrimary(ctx) ? onPrimary : bikes);
+  /**
+   * Where the read goes. While a replica answers for a primary that cannot be reached, the answer
+   * says so (rule 26): X-Stale, with the commit time of the last transaction the replica has
+   * replayed and its age in seconds (or `unknown`). Set before the read, under the state the read
+   * is served in; an error answer drops it (errors.ts).
+   */
+  function reader(ctx: Koa.Context): BikeRepository {
+    const repository = wantsPrimary(ctx) ? onPrimary : bikes;
+    const stale = repository.stale();
+    if (stale) {
+      const { replayedAt } = stale;
+      const age = replayedAt && ((Date.now() - replayedAt.getTime()) / 1000).toFixed(3);
+      ctx.set('X-Stale', replayedAt ? `as-of=${replayedAt.toISOString()}; age=${age}` : 'unknown');
+    }
+    return repository;
+  }
   const precondition = (ctx: Koa.Context) => writePrecondition(ctx, tags.versionOf);
 
   /** One bike, or 304 when the client's copy is current. */

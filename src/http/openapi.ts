@@ -95,8 +95,11 @@ const READ_PARAMETERS = [
     name: 'X-Read-From',
     in: 'header',
     required: false,
-    description: '`primary`: read from the primary database, to see your own writes at once (see Scaling).',
-    schema: { type: 'string', enum: ['primary'] },
+    description:
+      'A list; an element `primary` reads from the primary database, to see your own writes at once ' +
+      '(see Scaling). Other values are ignored.',
+    schema: { type: 'string' },
+    example: 'primary',
   },
 ];
 /** If-Match and If-None-Match on the writes that honour them (src/http/conditional.ts). */
@@ -138,6 +141,12 @@ const READ_HEADERS = {
     schema: { type: 'string' },
   },
   'Cache-Control': { description: '`no-cache`: revalidate before using a stored copy.', schema: { type: 'string' } },
+  'X-Stale': {
+    description:
+      'Only while the primary cannot be reached and a replica answers: `as-of=<ISO time of the newest commit ' +
+      'the replica has>; age=<seconds since>`, or `unknown`. The answer may miss later writes.',
+    schema: { type: 'string' },
+  },
 };
 const NOT_MODIFIED = {
   description: 'Not Modified: the If-None-Match ETag is still current; no body.',

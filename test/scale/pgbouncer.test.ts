@@ -36,7 +36,7 @@ if (why) console.log(`pgbouncer.test.ts skipped: ${why}`);
   afterAll(async () => {
     svc?.child.kill('SIGTERM');
     await svc?.exited;
-    await bouncer?.stop();
+    await bouncer?.remove();
   });
 
   it('migrated the database through the direct URL, and is ready', async () => {
@@ -110,7 +110,7 @@ if (why) console.log(`pgbouncer.test.ts skipped: ${why}`);
     afterAll(async () => {
       for (const svc of services) svc.child.kill('SIGTERM');
       await Promise.all(services.map((svc) => svc.exited));
-      await bouncer?.stop();
+      await bouncer?.remove();
     });
 
     it(`${INSTANCES} services started at once on an empty database all serve, and each migration is applied once`, async () => {

@@ -68,7 +68,13 @@ async function stopped(child: ChildProcess, signal: NodeJS.Signals): Promise<voi
 export interface Bouncer {
   /** DATABASE_URL for the service: the database behind the bouncer, by the same name. */
   url: string;
+  /** Stops it; `start` runs it again on the same port. */
   stop(): Promise<void>;
+  start(): Promise<void>;
+  /** SIGSTOP (`hang`) or SIGCONT (`resume`): a pooler that hangs. */
+  signal(how: 'hang' | 'resume'): void;
+  /** Stops it and removes its files. */
+  remove(): Promise<void>;
 }
 
 /** PgBouncer in transaction pooling mode in front of the database `url` names (a superuser's URL). */
@@ -102,14 +108,25 @@ export async function startPgBouncer(url: string): Promise<Bouncer> {
     ].join('\n'),
   );
   giveTo(path.join(dir, 'pgbouncer.ini'), user);
-  const child = spawnServer(PGBOUNCER, [path.join(dir, 'pgbouncer.ini')]);
   const bouncerUrl = new URL(url);
   bouncerUrl.port = String(port);
-  await waitFor('PgBouncer', () => answers(bouncerUrl.toString()), 30_000);
+  let child: ChildProcess;
+  const start = async () => {
+    child = spawnServer(PGBOUNCER, [path.join(dir, 'pgbouncer.ini')]);
+    await waitFor('PgBouncer', () => answers(bouncerUrl.toString()), 30_000);
+  };
+  await start();
+  const stop = async () => {
+    if (child.signalCode === 'SIGSTOP') child.kill('SIGCONT');
+    await stopped(child, 'SIGTERM');
+  };
   return {
     url: bouncerUrl.toString(),
-    async stop() {
-      await stopped(child, 'SIGTERM');
+    stop,
+    start,
+    signal: (how) => child.kill(how === 'hang' ? 'SIGSTOP' : 'SIGCONT'),
+    async remove() {
+      await stop();
       fs.rmSync(dir, { recursive: true, force: true });
     },
   };

@@ -1,0 +1,144 @@
+import { randomBytes } from 'node:crypto';
+import pino from 'pino';
+import { Client } from 'pg';
+import type { Bike } from '../../src/bikes/bike';
+import { readConfig } from '../../src/config';
+import { startService, type Service } from '../../src/server';
+import { client, issueToken, newBike } from '../support/bikes';
+import {
+  type Bouncer,
+  missing,
+  PGBOUNCER,
+  POSTGRES_15,
+  type Postgres15,
+  startPgBouncer,
+  startPrimary,
+  startReplica,
+} from '../support/servers';
+import { waitFor } from '../support/wait';
+
+const why = missing(PGBOUNCER, `${POSTGRES_15}/postgres`);
+if (why) console.log(`primary-away.test.ts skipped: ${why}`);
+
+/**
+ * The primary side away (docs/decisions.md, rule 26): the service reaches the primary through
+ * PgBouncer and reads a streaming replica. With PgBouncer stopped, or hanging (SIGSTOP), reads
+ * answer 200 from the replica, marked X-Stale; writes answer 503 with Retry-After within 2 s,
+ * open pooled connections included; once PgBouncer is back, everything is as before.
+ */
+(why ? describe.skip : describe)('reads while the primary side is away', () => {
+  let primary: Postgres15;
+  let replica: Postgres15;
+  let bouncer: Bouncer;
+  let service: Service;
+  let api: ReturnType<typeof client>;
+  let bike: Bike;
+
+  beforeAll(async () => {
+    primary = await startPrimary();
+    const admin = new Client({ connectionString: primary.url('postgres') });
+    await admin.connect();
+    await admin.query('CREATE DATABASE bikes').finally(() => admin.end());
+    replica = await startReplica(primary);
+    bouncer = await startPgBouncer(primary.url('bikes'));
+    const config = readConfig({
+      PORT: '0',
+      DATABASE_URL: bouncer.url,
+      DATABASE_DIRECT_URL: primary.url('bikes'),
+      DATABASE_REPLICA_URL: replica.url('bikes'),
+      JWT_SECRET: randomBytes(32).toString('base64url'),
+    });
+    service = await startService(config, pino({ level: 'silent' }));
+    const baseUrl = `http://127.0.0.1:${service.port}`;
+    api = client(baseUrl, await issueToken(baseUrl));
+    bike = await api.create(newBike());
+    await waitFor(
+      'the replica to have the bike',
+      async () => ((await api.request('GET', `/bikes/${bike.id}`)).status === 200 ? true : undefined),
+      15_000,
+      20,
+    );
+  }, 120_000);
+  afterAll(async () => {
+    await service?.stop();
+    await bouncer?.remove();
+    await replica?.stop();
+    await primary?.stop();
+    replica?.remove();
+    primary?.remove();
+  });
+
+  /** A write, timed. */
+  async function timedCreate(): Promise<{ status: number; retryAfter: string | null; ms: number }> {
+    const started = performance.now();
+    const res = await api.request('POST', '/bikes/', { body: newBike() });
+    return { status: res.status, retryAfter: res.headers.get('retry-after'), ms: performance.now() - started };
+  }
+
+  /** Reads that answer 200 from the replica, marked stale, once the service has seen the primary go. */
+  async function expectStaleReads(): Promise<void> {
+    const res = await waitFor(
+      'reads marked stale',
+      async () => {
+        const reply = await api.request('GET', `/bikes/${bike.id}`);
+        return reply.headers.get('x-stale') ? reply : undefined;
+      },
+      10_000,
+      50,
+    );
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual(bike);
+    expect(res.headers.get('x-stale')).toMatch(/^as-of=\d{4}-\d\d-\d\dT[\d:.]+Z; age=\d+\.\d{3}$/);
+    for (const path of ['/bikes/all', `/bikes/by-handle/${bike.handle}`]) {
+      const other = await api.request('GET', path);
+      expect({ path, status: other.status }).toEqual({ path, status: 200 });
+    }
+  }
+
+  async function expectNormalAgain(): Promise<void> {
+    await waitFor(
+      'writes to work again',
+      async () => ((await api.request('POST', '/bikes/', { body: newBike() })).status === 200 ? true : undefined),
+      15_000,
+      100,
+    );
+    await waitFor(
+      'reads no longer marked stale',
+      async () => ((await api.request('GET', `/bikes/${bike.id}`)).headers.get('x-stale') ? undefined : true),
+      10_000,
+      50,
+    );
+  }
+
+  it('PgBouncer stopped: reads answer 200 from the replica, marked X-Stale; writes 503 within 2 s', async () => {
+    await bouncer.stop();
+    try {
+      await expectStaleReads();
+      const write = await timedCreate();
+      expect(write.status).toBe(503);
+      expect(write.retryAfter).toBe('1');
+      expect(write.ms).toBeLessThan(2_000);
+    } finally {
+      await bouncer.start();
+    }
+    await expectNormalAgain();
+  }, 60_000);
+
+  it('PgBouncer hanging (SIGSTOP): the same, and a write on an open pooled connection is 503 within 2 s', async () => {
+    // The pool's connections are open and idle when it hangs.
+    await Promise.all(Array.from({ length: 5 }, () => api.create(newBike())));
+    bouncer.signal('hang');
+    try {
+      const write = await timedCreate();
+      expect(write.status).toBe(503);
+      expect(write.ms).toBeLessThan(2_000);
+      await expectStaleReads();
+      const again = await timedCreate();
+      expect(again.status).toBe(503);
+      expect(again.ms).toBeLessThan(2_000);
+    } finally {
+      bouncer.signal('resume');
+    }
+    await expectNormalAgain();
+  }, 60_000);
+});
