@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import http from 'node:http';
 import zlib from 'node:zlib';
 import { Client } from 'pg';
 import type { Bike } from '../../src/bikes/bike';
@@ -161,6 +162,29 @@ describe('conditional writes (If-Match, If-None-Match)', () => {
     expect((await send(first, 'PUT', `/bikes/${bike.id}`, { title: 'x' }, { 'if-match': etag })).status).toBe(404);
     expect((await send(first, 'PATCH', `/bikes/${bike.id}`, { title: 5 }, { 'if-match': etag })).status).toBe(400);
     expect(json(await read(first, bike.id)).title).toBe(bike.title);
+  });
+
+  it('a 412 answered before the body is read leaves the connection usable for the next request', async () => {
+    const { bike } = await created();
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    const request = (method: string, headers: Record<string, string>, body?: string) =>
+      new Promise<number>((resolve, reject) => {
+        const req = http.request(`${first.baseUrl}/bikes/${bike.id}`, { method, headers, agent }, (res) => {
+          res.resume();
+          res.on('end', () => resolve(res.statusCode as number));
+        });
+        req.on('error', reject);
+        req.end(body);
+      });
+    try {
+      const body = JSON.stringify({ description: 'x'.repeat(100_000) });
+      const headers = { authorization: `Bearer ${token}`, 'if-match': '"stale"', 'content-type': 'application/json' };
+      expect(await request('PATCH', headers, body)).toBe(412);
+      expect(await request('GET', {})).toBe(200);
+      expect(await request('GET', {})).toBe(200);
+    } finally {
+      agent.destroy();
+    }
   });
 
   it('a write by plain SQL changes the ETag too, so an editor holding the old one gets 412', async () => {
