@@ -105,6 +105,9 @@ export async function listen(handler: Handler, port: number): Promise<Listener> 
     if (refuseUnframed(req, res)) return false;
     open.add(res);
     res.once('close', () => open.delete(res));
+    // A streamed answer gathers about a dozen 'close' listeners, each once per response: this
+    // one, the request log's, the metrics', the list's own, Koa's and stream.pipeline's.
+    res.setMaxListeners(20);
     // We never switch protocols; and after a request that asked to, node's parser does not
     // reliably read the next one on the same connection: the client gets a fresh connection.
     if (closing || req.headers.upgrade !== undefined) res.shouldKeepAlive = false;
