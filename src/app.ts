@@ -51,6 +51,7 @@ export function createApp({ bikes, bikesOnPrimary, catalogId, tokens, logger, re
   app.use(compression());
   app.use(errorHandler(logger));
   app.use(methodNotAllowed());
+  const { versionOf } = entityTags(catalogId);
   const routers = [
     routerOf(
       API_ROUTES,
@@ -59,7 +60,7 @@ export function createApp({ bikes, bikesOnPrimary, catalogId, tokens, logger, re
         tokens,
         // Checked on the primary, as the writes are.
         bikeVersion: async (id) => (await bikesOnPrimary.findById(id))?.version ?? null,
-        precondition: (ctx) => writePrecondition(ctx, entityTags(catalogId).versionOf),
+        precondition: (ctx) => writePrecondition(ctx, versionOf),
       },
     ),
     healthRouter(readiness),
