@@ -16,6 +16,7 @@ import { requestMetrics } from './http/request-metrics';
 import { routerOf } from './http/route';
 import { tokenHandlers } from './http/token-handlers';
 import type { Logger } from './logger';
+import type { AbuseLimits } from './http/limits';
 
 export interface AppDeps {
   /** Reads may come from a replica. */
@@ -30,11 +31,25 @@ export interface AppDeps {
   readiness: () => Promise<Readiness>;
   /** CORS_ORIGIN: CORS is off when unset. */
   corsOrigin?: string;
+  /** The abuse limits (rule 28). */
+  limits: AbuseLimits;
+  /** TRUST_PROXY: the client's address comes from X-Forwarded-For. */
+  trustProxy?: boolean;
 }
 
 /** The Koa application, without listening: the server entry and the tests both build it here. */
-export function createApp({ bikes, bikesOnPrimary, catalogId, tokens, logger, readiness, corsOrigin }: AppDeps): Koa {
-  const app = new Koa();
+export function createApp({
+  bikes,
+  bikesOnPrimary,
+  catalogId,
+  tokens,
+  logger,
+  readiness,
+  corsOrigin,
+  limits,
+  trustProxy = false,
+}: AppDeps): Koa {
+  const app = new Koa({ proxy: trustProxy });
   // Errors are answered and logged by errorHandler; what reaches here is a failure while
   // streaming a body, after the status was sent.
   app.on('error', (err: Error & { code?: string }) => {
@@ -61,6 +76,7 @@ export function createApp({ bikes, bikesOnPrimary, catalogId, tokens, logger, re
         // Checked on the primary, as the writes are.
         bikeVersion: async (id) => (await bikesOnPrimary.findById(id))?.version ?? null,
         precondition: (ctx) => writePrecondition(ctx, versionOf),
+        limits,
       },
     ),
     healthRouter(readiness),

@@ -20,6 +20,19 @@ export interface Config {
   /** Origin allowed to call the API from a browser; CORS is off when unset. */
   corsOrigin: string | undefined;
   logLevel: string;
+  /** Abuse limits per client (docs/decisions.md, rule 28). */
+  limits: Limits;
+  /** TRUST_PROXY: a client is the first address of X-Forwarded-For (behind nginx), not the peer. */
+  trustProxy: boolean;
+}
+
+export interface Limits {
+  /** RATE_LIMIT_TOKENS: tokens a client may get per minute, over all instances. */
+  tokensPerMinute: number;
+  /** RATE_LIMIT_WRITES: creates, replaces, updates and deletes per client per minute, over all instances. */
+  writesPerMinute: number;
+  /** MAX_LIST_STREAMS: /bikes/all and search answers one client may be receiving at once, per instance. */
+  listStreams: number;
 }
 
 export class ConfigError extends Error {}
@@ -70,6 +83,17 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env, { signsTokens =
   if (!LOG_LEVELS.includes(logLevel)) {
     throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got "${logLevel}"`);
   }
+  const limit = (name: string, fallback: number) => {
+    const text = nonEmpty(env[name]) ?? String(fallback);
+    if (!/^\d+$/.test(text) || Number(text) < 1)
+      throw new ConfigError(`${name} must be a whole number of at least 1, got "${text}"`);
+    return Number(text);
+  };
+  const limits = {
+    tokensPerMinute: limit('RATE_LIMIT_TOKENS', 1_200),
+    writesPerMinute: limit('RATE_LIMIT_WRITES', 100_000),
+    listStreams: limit('MAX_LIST_STREAMS', 16),
+  };
   return {
     port,
     databaseUrl,
@@ -79,5 +103,7 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env, { signsTokens =
     jwtSecret,
     corsOrigin: nonEmpty(env.CORS_ORIGIN),
     logLevel,
+    limits,
+    trustProxy: ['1', 'true'].includes(nonEmpty(env.TRUST_PROXY)?.toLowerCase() ?? ''),
   };
 }

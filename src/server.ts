@@ -10,7 +10,9 @@ import { prepareDatabase } from './db/migrate';
 import { connectPool } from './db/pool';
 import { createPrismaClient } from './db/prisma';
 import { databaseReadiness } from './db/readiness';
+import { rateLimiter } from './db/rate-limits';
 import { replicaReads } from './db/replica';
+import { abuseLimits } from './http/limits';
 import { listen } from './http/listener';
 import { createLogger, type Logger } from './logger';
 import { type DatabaseServer, openDatabaseServer } from './postgres/database-server';
@@ -89,6 +91,14 @@ export async function startService(config: Config, logger: Logger): Promise<Serv
       logger,
       readiness: databaseReadiness(primary),
       corsOrigin: config.corsOrigin,
+      limits: abuseLimits(
+        {
+          tokens: rateLimiter(primary, 'tokens', config.limits.tokensPerMinute),
+          writes: rateLimiter(primary, 'writes', config.limits.writesPerMinute),
+        },
+        config.limits.listStreams,
+      ),
+      trustProxy: config.trustProxy,
     });
     const listener = await listen(app.callback(), config.port);
 

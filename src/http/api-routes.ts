@@ -67,6 +67,7 @@ export const API_ROUTES = {
     path: '/bikes/all',
     summary: 'List every bike',
     description: 'Every bike, oldest first (creation order). No pagination: the array is streamed.',
+    limit: 'listStreams',
     input: NO_INPUT,
     ok: { description: 'Every bike', schema: BIKES, example: [EXAMPLE_BIKE] },
   },
@@ -86,6 +87,7 @@ export const API_ROUTES = {
       'A well-formed id with no bike creates it there. Every failure, including a body that fails ' +
       'validation, answers 404, as the specification says.',
     token: true,
+    limit: 'writes',
     input: input({ body: replacement }),
     // Every failure of a replace is a 404, as the specification says.
     invalid: 404,
@@ -108,6 +110,7 @@ export const API_ROUTES = {
       'A body id is ignored; a handle is written as given; a new title does not change the handle. No body is ' +
       'an empty patch.',
     token: true,
+    limit: 'writes',
     input: input({ body: patch }),
     invalid: 400,
     // The bike must exist before its fields are judged: a missing bike is 404 first (rule 9).
@@ -133,6 +136,7 @@ export const API_ROUTES = {
     path: '/bikes/:id',
     summary: 'Delete a bike',
     token: true,
+    limit: 'writes',
     input: NO_INPUT,
     preconditions: true,
     ok: { description: 'The id of the deleted bike', schema: ref('DeletedBike'), example: { id: EXAMPLE_BIKE.id } },
@@ -150,6 +154,7 @@ export const API_ROUTES = {
     path: '/bikes/search/by-title',
     summary: 'Search bikes by title',
     description: 'Case-sensitive substring match on the title, oldest first. `%`, `_` and `\\` match themselves.',
+    limit: 'listStreams',
     input: input({ query: searchQuery }),
     invalid: 400,
     queryParameters: {
@@ -169,6 +174,7 @@ export const API_ROUTES = {
       'The server makes the id (UUID v4) and the handle (from the title); a body id or handle is ignored. ' +
       '`POST /bikes` is the same route.',
     token: true,
+    limit: 'writes',
     input: input({ body: bikeFields, headers: yup.object({ 'idempotency-key': idempotencyKey }) }),
     invalid: 400,
     writesBike: true,
@@ -197,6 +203,7 @@ export const API_ROUTES = {
     summary: 'Get a bearer token',
     description:
       'No authentication. The token is an HS256 JWT carrying `username`, `iat` and `exp`, valid for 1800 seconds.',
+    limit: 'tokens',
     input: input({ body: tokenRequest }),
     invalid: 400,
     requestBody: {

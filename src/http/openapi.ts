@@ -38,6 +38,7 @@ const ERRORS = {
   412: 'A precondition failed (If-Match names another state of the bike, or none; If-None-Match: * and the bike exists). Nothing changed.',
   413: 'The body is larger than 1 MB; nothing is stored.',
   422: 'The Idempotency-Key was used before with other fields; nothing is stored.',
+  429: 'Over an abuse limit of this client (tokens or writes per minute, lists at once); retry after Retry-After seconds.',
   503: 'The database is not answering; retry (see Retry-After).',
 } as const satisfies Record<ErrorStatus, string>;
 /** The component of an error response: its reason phrase without spaces (NotFound). */
@@ -62,6 +63,7 @@ function errorResponses(route: RouteDeclaration<unknown>) {
   if (route.path.includes('/:')) statuses.add(404);
   if (route.preconditions) statuses.add(412);
   for (const status of route.alsoAnswers ?? []) statuses.add(status);
+  if (route.limit) statuses.add(429);
   if (route.database !== false) statuses.add(503);
   const responses: Record<string, unknown> = {};
   for (const status of [...statuses].sort()) {
@@ -121,6 +123,17 @@ const PRECONDITION_PARAMETERS = [
     schema: { type: 'string', enum: ['*'] },
   },
 ];
+/** On every answer of a route limited per minute (rule 28): the IETF httpapi draft's headers. */
+const RATE_LIMIT_HEADERS = {
+  'RateLimit-Policy': {
+    description: 'The limit: `"<name>";q=<requests>;w=<seconds>` (`tokens` or `writes`, per client).',
+    schema: { type: 'string' },
+  },
+  RateLimit: {
+    description: 'What is left of it: `"<name>";r=<requests left>;t=<seconds until the window ends>`.',
+    schema: { type: 'string' },
+  },
+};
 const REPLAYED = {
   'Idempotent-Replayed': {
     description: '`true` on an answer given again for an Idempotency-Key seen before (nothing was created).',
@@ -233,6 +246,7 @@ function buildDocument() {
             ...(read && READ_HEADERS),
             ...(route.writesBike && WRITTEN_ETAG),
             ...(route.headerParameters?.['Idempotency-Key'] && REPLAYED),
+            ...((route.limit === 'tokens' || route.limit === 'writes') && RATE_LIMIT_HEADERS),
           },
           content: json(route.ok.schema, route.ok.example),
         },
@@ -293,7 +307,7 @@ function buildDocument() {
             description,
             headers: {
               ...REQUEST_ID_HEADER,
-              ...(status === '503' && {
+              ...((status === '503' || status === '429') && {
                 'Retry-After': { description: 'Seconds to wait', schema: { type: 'integer' } },
               }),
             },

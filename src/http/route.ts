@@ -7,10 +7,11 @@ import { describe, validate } from '../bikes/yup';
 import { isRejectedValue } from '../db/errors';
 import { readBody } from './body';
 import { HttpError } from './errors';
+import type { AbuseLimits, LimitKind } from './limits';
 import type { JsonSchema } from './json-schema';
 
 /** The error statuses a route can answer, besides 431 (node's HTTP parser, for any request). */
-export type ErrorStatus = 400 | 401 | 403 | 404 | 409 | 412 | 413 | 422 | 503;
+export type ErrorStatus = 400 | 401 | 403 | 404 | 409 | 412 | 413 | 422 | 429 | 503;
 
 /**
  * One route, declared once (src/http/api-routes.ts): the router mounts it and the OpenAPI
@@ -43,6 +44,8 @@ export interface RouteDeclaration<Input> {
   preconditions?: boolean;
   /** The 200 carries the ETag of the bike as written. */
   writesBike?: boolean;
+  /** The abuse limit the route counts against (rule 28; limits.ts): 429 over it. */
+  limit?: LimitKind;
   /**
    * The request body, for the OpenAPI document: its schema's name there, what it is, an example,
    * and the media types to list (application/json unless said).
@@ -106,12 +109,13 @@ export interface RouteChecks {
   bikeVersion: (id: string) => Promise<string | null>;
   /** What the request's If-Match and If-None-Match require of the bike it writes. */
   precondition: (ctx: Koa.Context) => Precondition;
+  limits: AbuseLimits;
 }
 
 /**
  * A route's handler behind its declaration, always in this order (docs/decisions.md, rule 23):
  * the token (401, 403), then the path (not valid percent-encoding, or an id that is not a UUID,
- * names no bike: 404), then a write's precondition (a missing bike where the route answers 404,
+ * names no bike: 404), then the route's abuse limit (429), then a write's precondition (a missing bike where the route answers 404,
  * then 412), then the input (query and body), then the handler. The write itself checks the
  * precondition again, in its own statement: what was true here may not be by then.
  */
@@ -127,6 +131,7 @@ function endpoint<Input>(
     if (!isWellFormedPath(ctx.path)) throw new HttpError(404);
     const { id } = ctx.params;
     if (id !== undefined && !UUID.test(id)) throw new HttpError(404);
+    if (route.limit) await checks.limits.check(ctx, route.limit);
     if (route.preconditions) {
       const when = checks.precondition(ctx);
       if (when.kind !== 'any') {

@@ -8,7 +8,9 @@ import { validate } from '../../src/bikes/yup';
 import { createBikeRepository } from '../../src/bikes/repository';
 import { connectPool } from '../../src/db/pool';
 import { createPrismaClient } from '../../src/db/prisma';
+import { rateLimiter } from '../../src/db/rate-limits';
 import { databaseReadiness } from '../../src/db/readiness';
+import { abuseLimits } from '../../src/http/limits';
 import { client, newBike } from '../support/bikes';
 import { startTestService, type TestService } from '../support/service';
 import { schemaErrors } from '../support/json-schema';
@@ -36,18 +38,18 @@ const METHODS = ['get', 'put', 'post', 'patch', 'delete', 'head', 'options', 'tr
 /**
  * The statuses each operation may answer, from the specification and docs/decisions.md (17: 503
  * when the database is down; 23: 412 when a write's If-Match or If-None-Match does not hold; 24:
- * 409 and 422 for an Idempotency-Key in use, or used with other fields).
+ * 409 and 422 for an Idempotency-Key in use, or used with other fields; 28: 429 over an abuse limit).
  */
 const ALLOWED_STATUSES: Record<string, number[]> = {
-  listBikes: [200, 304, 431, 503],
+  listBikes: [200, 304, 429, 431, 503],
   getBike: [200, 304, 404, 431, 503],
   getBikeByHandle: [200, 304, 404, 431, 503],
-  searchBikesByTitle: [200, 304, 400, 431, 503],
-  createBike: [200, 400, 401, 403, 409, 413, 422, 431, 503],
-  replaceBike: [200, 401, 403, 404, 412, 413, 431, 503],
-  updateBike: [200, 400, 401, 403, 404, 412, 413, 431, 503],
-  deleteBike: [200, 401, 403, 404, 412, 431, 503],
-  issueToken: [200, 400, 413, 431],
+  searchBikesByTitle: [200, 304, 400, 429, 431, 503],
+  createBike: [200, 400, 401, 403, 409, 413, 422, 429, 431, 503],
+  replaceBike: [200, 401, 403, 404, 412, 413, 429, 431, 503],
+  updateBike: [200, 400, 401, 403, 404, 412, 413, 429, 431, 503],
+  deleteBike: [200, 401, 403, 404, 412, 429, 431, 503],
+  issueToken: [200, 400, 413, 429, 431],
 };
 
 /** Served for operators and the docs page, not part of the API the document describes. */
@@ -122,6 +124,10 @@ describe('GET /openapi.json', () => {
         tokens: createTokens(svc.jwtSecret),
         logger: pino({ level: 'silent' }),
         readiness: databaseReadiness(pool),
+        limits: abuseLimits(
+          { tokens: rateLimiter(pool, 'tokens', 1_000), writes: rateLimiter(pool, 'writes', 1_000) },
+          10,
+        ),
       });
       const routers = app.middleware
         .map((middleware) => (middleware as { router?: Router }).router)
@@ -200,6 +206,7 @@ describe('GET /openapi.json', () => {
       'Payload Too Large',
       'Precondition Failed',
       'Service Unavailable',
+      'Too Many Requests',
       'Unauthorized',
       'Unprocessable Entity',
     ]);

@@ -20,11 +20,11 @@ export interface TestService {
  * test process, so it is the same code `npm start` runs, minus the process wrapper.
  */
 export async function startTestService(
-  options: { databaseUrl?: string; jwtSecret?: string } = {},
+  options: { databaseUrl?: string; jwtSecret?: string; env?: Record<string, string> } = {},
 ): Promise<TestService> {
   const databaseUrl = options.databaseUrl ?? (await createTestDatabase());
   const jwtSecret = options.jwtSecret ?? randomBytes(32).toString('base64url');
-  const config = readConfig({ PORT: '0', DATABASE_URL: databaseUrl, JWT_SECRET: jwtSecret });
+  const config = readConfig({ PORT: '0', DATABASE_URL: databaseUrl, JWT_SECRET: jwtSecret, ...options.env });
   const service = await startService(config, pino({ level: 'silent' }));
   const baseUrl = `http://127.0.0.1:${service.port}`;
   return {

@@ -1,0 +1,94 @@
+import { Client } from 'pg';
+import { newBike } from '../support/bikes';
+import { startTestService, type TestService } from '../support/service';
+import { rawRequest, signToken } from './helpers';
+
+/**
+ * Abuse limits (docs/decisions.md, rule 28), set low here: tokens and writes per client per
+ * minute, counted in PostgreSQL over every instance, and list streams at once per instance.
+ * Over a limit: 429 with Retry-After and the RateLimit headers, and nothing is written.
+ */
+
+describe('abuse limits', () => {
+  let first: TestService;
+  let second: TestService;
+  const env = { RATE_LIMIT_TOKENS: '5', RATE_LIMIT_WRITES: '6', MAX_LIST_STREAMS: '2' };
+
+  beforeAll(async () => {
+    first = await startTestService({ env });
+    second = await startTestService({ databaseUrl: first.databaseUrl, jwtSecret: first.jwtSecret, env });
+  });
+  afterAll(async () => {
+    await second.stop();
+    await first.stop();
+  });
+
+  const mint = (svc: TestService) => rawRequest(svc.baseUrl, 'POST', '/api/user', {});
+
+  it('counts tokens over both instances: the sixth in a minute is 429 with Retry-After and RateLimit headers', async () => {
+    const replies = [];
+    for (let i = 0; i < 5; i++) replies.push(await mint(i % 2 ? second : first));
+    expect(replies.map((r) => r.status)).toEqual([200, 200, 200, 200, 200]);
+    expect(replies[0].headers['ratelimit-policy']).toBe('"tokens";q=5;w=60');
+    expect(replies[4].headers.ratelimit).toMatch(/^"tokens";r=0;t=\d+$/);
+    const refused = await mint(second);
+    expect(refused.status).toBe(429);
+    expect(refused.body.toString('utf8')).toBe('Too Many Requests');
+    expect(Number(refused.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+    expect(refused.headers.ratelimit).toMatch(/^"tokens";r=0;t=\d+$/);
+  });
+
+  it('counts writes, after the token check: the seventh is 429 and creates nothing; a request without a token is still 401', async () => {
+    // The token limit of the test above is spent; sign one directly.
+    const now = Math.floor(Date.now() / 1000);
+    const token = signToken({ username: 'writer', iat: now, exp: now + 1800 }, first.jwtSecret);
+    const post = (svc: TestService, title: string) =>
+      rawRequest(
+        svc.baseUrl,
+        'POST',
+        '/bikes/',
+        { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        JSON.stringify(newBike({ title })),
+      );
+    for (let i = 0; i < 6; i++) expect((await post(i % 2 ? second : first, `limited ${i}`)).status).toBe(200);
+    const refused = await post(first, 'limited, over');
+    expect(refused.status).toBe(429);
+    expect(refused.headers['ratelimit-policy']).toBe('"writes";q=6;w=60');
+    const sql = new Client({ connectionString: first.databaseUrl });
+    await sql.connect();
+    try {
+      const { rows } = await sql.query(`SELECT count(*)::int AS n FROM bikes WHERE title = 'limited, over'`);
+      expect(rows[0].n).toBe(0);
+    } finally {
+      await sql.end();
+    }
+    const noToken = await rawRequest(first.baseUrl, 'POST', '/bikes/', { 'content-type': 'application/json' }, '{}');
+    expect(noToken.status).toBe(401);
+  });
+
+  it('caps the lists one client receives at once: a third is 429 while two are open, and allowed once they end', async () => {
+    const sql = new Client({ connectionString: first.databaseUrl });
+    await sql.connect();
+    try {
+      await sql.query(
+        `INSERT INTO bikes (id, handle, title, product_type, created_at, description, vendor, available_for_sale,
+           total_inventory, min_price_amount, min_price_currency_code, max_price_amount, max_price_currency_code)
+         SELECT gen_random_uuid(), 'many-' || n, 'Many ' || n, 'Road', 'now', repeat('d', 500), 'v', true, n, 1, 'USD', 2, 'USD'
+         FROM generate_series(1, 3000) AS n`,
+      );
+    } finally {
+      await sql.end();
+    }
+    // Two lists, opened and left unread: their answers stay open.
+    const open = await Promise.all([0, 1].map(() => fetch(`${first.baseUrl}/bikes/all`)));
+    expect(open.map((r) => r.status)).toEqual([200, 200]);
+    const third = await rawRequest(first.baseUrl, 'GET', '/bikes/all', {});
+    expect(third.status).toBe(429);
+    expect(third.headers['retry-after']).toBe('1');
+    // The other instance counts its own.
+    expect((await rawRequest(second.baseUrl, 'GET', '/bikes/all', {})).status).toBe(200);
+    for (const res of open) await res.arrayBuffer();
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect((await rawRequest(first.baseUrl, 'GET', '/bikes/all', {})).status).toBe(200);
+  });
+});
