@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { Client } from 'pg';
 import { readMigrations } from '../../src/db/migrate';
 import type { Bike } from '../../src/bikes/bike';
@@ -92,6 +92,34 @@ if (why) console.log(`pgbouncer.test.ts skipped: ${why}`);
     expect(await (await api.request('GET', `/bikes/${bike.id}`)).json()).toEqual(
       Object.assign({ ...bike }, ...changes),
     );
+  });
+
+  it('keeps an Idempotency-Key (one bike for retries at once), If-Match and the rate limits through it', async () => {
+    const fields = newBike();
+    const headers = { 'idempotency-key': `through-pgbouncer-${randomUUID()}` };
+    const replies = await Promise.all(
+      Array.from({ length: 8 }, () => api.request('POST', '/bikes/', { body: fields, headers })),
+    );
+    expect(replies.every((res) => res.status === 200 || res.status === 409)).toBe(true);
+    const again = await api.request('POST', '/bikes/', { body: fields, headers });
+    expect(again.status).toBe(200);
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect(again.headers.get('ratelimit')).toMatch(/^"writes";r=\d+;t=\d+$/);
+    const bikes = (await (await api.request('GET', '/bikes/all')).json()) as Bike[];
+    expect(bikes.filter((bike) => bike.title === fields.title)).toHaveLength(1);
+
+    const etag = again.headers.get('etag') as string;
+    const { id } = (await again.json()) as Bike;
+    const stale = await api.request('PATCH', `/bikes/${id}`, {
+      body: { vendor: 'x' },
+      headers: { 'if-match': '"old"' },
+    });
+    expect(stale.status).toBe(412);
+    const current = await api.request('PATCH', `/bikes/${id}`, {
+      body: { vendor: 'x' },
+      headers: { 'if-match': etag },
+    });
+    expect(current.status).toBe(200);
   });
 });
 
