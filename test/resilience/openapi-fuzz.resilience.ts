@@ -112,13 +112,10 @@ function isObject(value: unknown): boolean {
 }
 
 /**
- * A value as one path segment. "." and ".." would be dot-segments, which the URL parser removes
- * before the request is sent (RFC 3986, 5.2.4): percent-encoded, they reach the server as a value.
+ * "." and ".." are dot-segments, which fetch's URL parser removes before the request is sent
+ * (RFC 3986, 5.2.4), percent-encoded as %2E too: as a path value they would ask another path.
  */
-function pathSegment(value: string): string {
-  const encoded = encodeURIComponent(value);
-  return encoded === '.' || encoded === '..' ? encoded.replaceAll('.', '%2E') : encoded;
-}
+const isDotSegment = (value: string) => value === '.' || value === '..';
 
 describe('requests generated from /openapi.json', () => {
   let svc: TestService;
@@ -219,7 +216,8 @@ describe('requests generated from /openapi.json', () => {
           const params: Record<string, string> = path.includes('{')
             ? { ...(await freshBike()), ...probe.params }
             : probe.params;
-          const url = path.replace(/\{(\w+)\}/g, (_, name: string) => pathSegment(params[name]));
+          fc.pre(!Object.values(params).some(isDotSegment));
+          const url = path.replace(/\{(\w+)\}/g, (_, name: string) => encodeURIComponent(params[name]));
           const headers: Record<string, string> = {};
           if (probe.token === 'valid') headers.authorization = `Bearer ${token}`;
           if (probe.token === 'forged') headers.authorization = `Bearer ${token.slice(0, -2)}xx`;
