@@ -69,7 +69,7 @@ function escapeLike(term: string): string {
 export type BikeRepository = ReturnType<typeof createBikeRepository>;
 
 /** How long an Idempotency-Key is remembered (rule 24: at least 24 hours). */
-export const IDEMPOTENCY_KEY_LIFETIME_MS = 24 * 60 * 60 * 1000;
+const IDEMPOTENCY_KEY_LIFETIME_MS = 24 * 60 * 60 * 1000;
 /** The advisory lock space of idempotency keys: hashtextextended's seed, so other locks do not collide with it. */
 const IDEMPOTENCY_LOCK_SEED = 2_024_112_303;
 
