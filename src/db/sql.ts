@@ -15,7 +15,7 @@ import type { Query } from './replica';
  * Kysely as a compiler, typed by the tables prisma/schema.prisma defines (a query naming a
  * column that does not exist, or comparing it with a value of another type, does not compile).
  * The hot reads are compiled once and run on the pg pool: building and compiling a query per
- * call cost about 10 µs, a tenth of a read's whole time (docs/decisions.md, Data access).
+ * call cost 11-14 µs, a tenth of a read's whole time (docs/decisions.md, Prisma Client).
  */
 export const kysely = new Kysely<DB>({
   dialect: {
