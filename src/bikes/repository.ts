@@ -105,6 +105,11 @@ const stored = (row: BikeModelFields & { version: bigint | string }): StoredBike
   version: String(row.version),
 });
 
+/** One INSERT ... RETURNING the bike and its version, by Prisma Client or inside one of its transactions. */
+async function insert(client: Pick<PrismaClient, 'bike'>, data: BikeModelFields): Promise<StoredBike> {
+  return stored(await client.bike.create({ data, select: STORED_SELECT }));
+}
+
 /** Whether a bike in `version` (null: there is none) meets the precondition. */
 export function holds(when: Precondition, version: string | null): boolean {
   switch (when.kind) {
@@ -145,7 +150,7 @@ export function createBikeRepository({
   return {
     /** One INSERT ... RETURNING the bike's columns. */
     create: async (id: string, handle: string, fields: BikeFields): Promise<StoredBike> =>
-      stored(await prisma.bike.create({ data: toModelFields({ id, handle, ...fields }), select: STORED_SELECT })),
+      insert(prisma, toModelFields({ id, handle, ...fields })),
 
     /**
      * Creates the bike once for an Idempotency-Key (docs/decisions.md, rule 24), in one
@@ -174,12 +179,7 @@ export function createBikeRepository({
           return { kind: 'replay' as const, response: seen.response, version: String(seen.bikeVersion) };
         }
         if (seen) await tx.idempotencyKey.delete({ where: { key } });
-        const created = stored(
-          await tx.bike.create({
-            data: toModelFields({ id: create.id, handle: create.handle, ...create.fields }),
-            select: STORED_SELECT,
-          }),
-        );
+        const created = await insert(tx, toModelFields({ id: create.id, handle: create.handle, ...create.fields }));
         await tx.idempotencyKey.create({
           data: {
             key,
@@ -275,7 +275,7 @@ export function createBikeRepository({
               await prisma.bike.upsert({ where: { id }, create: data, update: data, select: STORED_SELECT }),
             );
           case 'absent':
-            return stored(await prisma.bike.create({ data, select: STORED_SELECT }));
+            return await insert(prisma, data);
           default:
             return stored(
               await prisma.bike.update({ where: { id, version: versionFilter(when) }, data, select: STORED_SELECT }),
