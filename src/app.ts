@@ -9,7 +9,7 @@ import { cors } from './http/cors';
 import { docsRouter } from './http/docs-router';
 import { errorHandler } from './http/errors';
 import type { Readiness } from './db/readiness';
-import { healthRouter } from './http/health-router';
+import { healthRouter, metricsRouter } from './http/health-router';
 import { methodNotAllowed } from './http/method-not-allowed';
 import { requestLog } from './http/request-log';
 import { requestMetrics } from './http/request-metrics';
@@ -35,6 +35,8 @@ export interface AppDeps {
   limits: AbuseLimits;
   /** TRUST_PROXY: the client's address comes from X-Forwarded-For. */
   trustProxy?: boolean;
+  /** False when METRICS_PORT serves /metrics on a listener of its own (metricsApp). */
+  servesMetrics?: boolean;
 }
 
 /** The Koa application, without listening: the server entry and the tests both build it here. */
@@ -48,6 +50,7 @@ export function createApp({
   corsOrigin,
   limits,
   trustProxy = false,
+  servesMetrics = true,
 }: AppDeps): Koa {
   const app = new Koa({ proxy: trustProxy });
   // Errors are answered and logged by errorHandler; what reaches here is a failure while
@@ -80,10 +83,18 @@ export function createApp({
       },
     ),
     healthRouter(readiness),
+    ...(servesMetrics ? [metricsRouter()] : []),
     docsRouter(),
   ];
   for (const router of routers) {
     app.use(router.routes());
   }
+  return app;
+}
+
+/** /metrics alone, for METRICS_PORT: an admin port that need not be published with the API's. */
+export function metricsApp(): Koa {
+  const app = new Koa();
+  app.use(metricsRouter().routes());
   return app;
 }

@@ -1,5 +1,6 @@
+import fs from 'node:fs';
 import path from 'node:path';
-import { MIN_SECRET_BYTES } from './auth/secret';
+import { MIN_SECRET_BYTES, MIN_SECRET_DISTINCT_CHARACTERS } from './auth/secret';
 
 /** Everything the service reads from its environment, validated once at start-up. */
 export interface Config {
@@ -15,8 +16,10 @@ export interface Config {
   /** A streaming replica for the read routes; unset, reads go to DATABASE_URL. */
   replicaUrl: string | undefined;
   dataDir: string;
-  /** Unset: with the embedded database a secret is created once in `dataDir`. */
+  /** JWT_SECRET, or the file JWT_SECRET_FILE names. Unset: with the embedded database a secret is created once in `dataDir`. */
   jwtSecret: string | undefined;
+  /** METRICS_PORT: /metrics is served there, on its own listener, and not on `port`. Unset: on `port`. */
+  metricsPort: number | undefined;
   /** Origin allowed to call the API from a browser; CORS is off when unset. */
   corsOrigin: string | undefined;
   logLevel: string;
@@ -43,16 +46,46 @@ function nonEmpty(value: string | undefined): string | undefined {
   return value === undefined || value.trim() === '' ? undefined : value;
 }
 
+function portNumber(name: string, text: string): number {
+  if (!/^\d+$/.test(text) || Number(text) > 65535) {
+    throw new ConfigError(`${name} must be a port number (0-65535), got "${text}"`);
+  }
+  return Number(text);
+}
+
+/** JWT_SECRET, or the contents of the file JWT_SECRET_FILE names (without its final newline); not both. */
+function signingSecret(env: NodeJS.ProcessEnv): string | undefined {
+  const given = nonEmpty(env.JWT_SECRET);
+  const file = nonEmpty(env.JWT_SECRET_FILE);
+  if (file === undefined) return given;
+  if (given !== undefined) throw new ConfigError('JWT_SECRET and JWT_SECRET_FILE are both set: set one of them');
+  try {
+    return nonEmpty(fs.readFileSync(file, 'utf8').replace(/\r?\n$/, ''));
+  } catch (err) {
+    throw new ConfigError(`JWT_SECRET_FILE: cannot read ${file} (${(err as NodeJS.ErrnoException).code})`);
+  }
+}
+
+/** A secret anyone could guess is refused: too short, or a placeholder such as "aaaa...". */
+function checkSecretStrength(secret: string): void {
+  const bytes = Buffer.byteLength(secret);
+  const distinct = new Set(secret).size;
+  if (bytes < MIN_SECRET_BYTES || distinct < MIN_SECRET_DISTINCT_CHARACTERS) {
+    throw new ConfigError(
+      `JWT_SECRET must be at least ${MIN_SECRET_BYTES} bytes long with at least ${MIN_SECRET_DISTINCT_CHARACTERS} ` +
+        `different characters, got ${bytes} bytes and ${distinct}; make one with: openssl rand -base64 32`,
+    );
+  }
+}
+
 /**
  * `signsTokens: false` is for the command-line tools (migrate, seed, psql), which use the
  * database settings only.
  */
 export function readConfig(env: NodeJS.ProcessEnv = process.env, { signsTokens = true } = {}): Config {
-  const portText = nonEmpty(env.PORT) ?? '3000';
-  const port = Number(portText);
-  if (!/^\d+$/.test(portText) || port > 65535) {
-    throw new ConfigError(`PORT must be a port number (0-65535), got "${portText}"`);
-  }
+  const port = portNumber('PORT', nonEmpty(env.PORT) ?? '3000');
+  const metricsPortText = nonEmpty(env.METRICS_PORT);
+  const metricsPort = metricsPortText === undefined ? undefined : portNumber('METRICS_PORT', metricsPortText);
   const [databaseUrl, directUrl, replicaUrl] = ['DATABASE_URL', 'DATABASE_DIRECT_URL', 'DATABASE_REPLICA_URL'].map(
     (name) => {
       const url = nonEmpty(env[name]);
@@ -65,18 +98,13 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env, { signsTokens =
   if (databaseUrl === undefined && (directUrl ?? replicaUrl) !== undefined) {
     throw new ConfigError('DATABASE_DIRECT_URL and DATABASE_REPLICA_URL go with DATABASE_URL, which is not set');
   }
-  const jwtSecret = nonEmpty(env.JWT_SECRET);
-  if (signsTokens && jwtSecret !== undefined && Buffer.byteLength(jwtSecret) < MIN_SECRET_BYTES) {
-    throw new ConfigError(
-      `JWT_SECRET must be at least ${MIN_SECRET_BYTES} bytes long, got ${Buffer.byteLength(jwtSecret)}; ` +
-        'make one with: openssl rand -base64 32',
-    );
-  }
+  const jwtSecret = signingSecret(env);
+  if (signsTokens && jwtSecret !== undefined) checkSecretStrength(jwtSecret);
   if (signsTokens && databaseUrl !== undefined && jwtSecret === undefined) {
     throw new ConfigError(
       'JWT_SECRET is not set. With an external database (DATABASE_URL) the service needs a ' +
         'signing secret from you, so that every instance signs and verifies with the same one. ' +
-        'Set JWT_SECRET to a long random string, for example: openssl rand -base64 32',
+        'Set JWT_SECRET, or JWT_SECRET_FILE to a file holding it, to a long random string, for example: openssl rand -base64 32',
     );
   }
   const logLevel = nonEmpty(env.LOG_LEVEL) ?? 'info';
@@ -101,6 +129,7 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env, { signsTokens =
     replicaUrl,
     dataDir: path.resolve(nonEmpty(env.DATA_DIR) ?? path.join(__dirname, '..', '.data')),
     jwtSecret,
+    metricsPort,
     corsOrigin: nonEmpty(env.CORS_ORIGIN),
     logLevel,
     limits,

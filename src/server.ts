@@ -1,6 +1,6 @@
 import { setTimeout } from 'node:timers/promises';
 import type { Pool } from 'pg';
-import { createApp } from './app';
+import { createApp, metricsApp } from './app';
 import { loadOrCreateSecret } from './auth/secret';
 import { createTokens } from './auth/tokens';
 import { createBikeRepository } from './bikes/repository';
@@ -30,6 +30,8 @@ const DATABASE_WAIT_MS = 30_000;
 
 export interface Service {
   port: number;
+  /** METRICS_PORT's listener, when set. */
+  metricsPort: number | undefined;
   /** Stops accepting connections, finishes requests in flight, closes the pool, stops an embedded PostgreSQL. */
   stop(): Promise<void>;
 }
@@ -99,14 +101,18 @@ export async function startService(config: Config, logger: Logger): Promise<Serv
         config.limits.listStreams,
       ),
       trustProxy: config.trustProxy,
+      servesMetrics: config.metricsPort === undefined,
     });
     const listener = await listen(app.callback(), config.port);
+    const metricsListener =
+      config.metricsPort === undefined ? undefined : await listen(metricsApp().callback(), config.metricsPort);
 
     return {
       port: listener.port,
+      metricsPort: metricsListener?.port,
       async stop() {
         clearInterval(pruning);
-        await listener.close(SHUTDOWN_GRACE_MS);
+        await Promise.all([listener.close(SHUTDOWN_GRACE_MS), metricsListener?.close(SHUTDOWN_GRACE_MS)]);
         replica?.stop();
         await closePools();
         await databaseServer.stop();

@@ -64,6 +64,22 @@ describe('the service on its embedded database', () => {
       await svc.exited;
     }
   });
+
+  it('signs with the secret in JWT_SECRET_FILE, read without its final newline', async () => {
+    const secret = 'a-secret-kept-in-a-file-by-the-operator-0123456789';
+    const file = path.join(dataDir, 'given-secret');
+    fs.writeFileSync(file, `${secret}\n`, { mode: 0o600 });
+    const svc = await spawnService({ DATA_DIR: dataDir, JWT_SECRET_FILE: file });
+    try {
+      const res = await fetch(`${svc.baseUrl}/api/user`, { method: 'POST' });
+      const { token } = (await res.json()) as { token: string };
+      expect(jwt.verify(token, secret, { algorithms: ['HS256'] })).toBeTruthy();
+      expect(svc.output()).not.toContain(secret);
+    } finally {
+      svc.child.kill('SIGTERM');
+      await svc.exited;
+    }
+  });
 });
 
 describe('the embedded database when its password file is lost', () => {

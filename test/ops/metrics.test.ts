@@ -1,6 +1,8 @@
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { client, newBike } from '../support/bikes';
+import { createTestDatabase } from '../support/databases';
 import { readMetrics, valueOf } from '../support/metrics';
+import { freePort, spawnService, type ServiceProcess } from '../support/process';
 import { startTestService, type TestService } from '../support/service';
 
 /** GET /metrics, read with a real Prometheus text-format parser. */
@@ -69,5 +71,29 @@ describe('GET /metrics', () => {
         'nodejs_heap_size_used_bytes',
       ]),
     );
+  });
+});
+
+describe('GET /metrics with METRICS_PORT', () => {
+  let service: ServiceProcess;
+  let metricsPort: number;
+  beforeAll(async () => {
+    metricsPort = await freePort();
+    service = await spawnService({
+      DATABASE_URL: await createTestDatabase(),
+      JWT_SECRET: randomBytes(32).toString('base64url'),
+      METRICS_PORT: String(metricsPort),
+    });
+  });
+  afterAll(async () => {
+    service.child.kill('SIGTERM');
+    expect((await service.exited).code).toBe(0);
+  });
+
+  it('serves /metrics on that port alone, and not on the API’s', async () => {
+    const families = await readMetrics(`http://127.0.0.1:${metricsPort}`);
+    expect(families.map((family) => family.name)).toContain('http_requests_total');
+    expect((await fetch(`${service.baseUrl}/metrics`)).status).toBe(404);
+    expect((await fetch(`http://127.0.0.1:${metricsPort}/bikes/all`)).status).toBe(404);
   });
 });
