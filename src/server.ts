@@ -12,6 +12,7 @@ import { createPrismaClient } from './db/prisma';
 import { databaseReadiness } from './db/readiness';
 import { rateLimiter } from './db/rate-limits';
 import { replicaReads } from './db/replica';
+import { DOCS_PAGE } from './http/docs-router';
 import { abuseLimits } from './http/limits';
 import { listen } from './http/listener';
 import { createLogger, type Logger } from './logger';
@@ -136,6 +137,12 @@ function whenNpmDies(onGone: () => void): void {
   timer.unref();
 }
 
+/** Where a person finds the service listening on `port`: the API, and its docs page. */
+function addressesOf(port: number): { url: string; docs: string } {
+  const url = `http://localhost:${port}`;
+  return { url, docs: `${url}${DOCS_PAGE}` };
+}
+
 async function main(): Promise<void> {
   let config: Config;
   try {
@@ -185,9 +192,10 @@ async function main(): Promise<void> {
 
   started.service = startService(config, logger).then(
     (service) => {
+      const { url, docs } = addressesOf(service.port);
       logger.info(
         { port: service.port, database: config.databaseUrl ? 'external' : 'embedded' },
-        'bike catalog listening',
+        `listening on ${url} — API docs at ${docs}`,
       );
       return service;
     },
