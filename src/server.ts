@@ -1,4 +1,5 @@
 import { setTimeout } from 'node:timers/promises';
+import { parseArgs } from 'node:util';
 import type { Pool } from 'pg';
 import { createApp, metricsApp } from './app';
 import { loadOrCreateSecret } from './auth/secret';
@@ -12,9 +13,10 @@ import { createPrismaClient } from './db/prisma';
 import { databaseReadiness } from './db/readiness';
 import { rateLimiter } from './db/rate-limits';
 import { replicaReads } from './db/replica';
+import { DOCS_PAGE } from './http/docs-router';
 import { abuseLimits } from './http/limits';
 import { listen } from './http/listener';
-import { createLogger, type Logger } from './logger';
+import { createLogger, type LogFormat, type Logger } from './logger';
 import { type DatabaseServer, openDatabaseServer } from './postgres/database-server';
 import { watchPool } from './metrics';
 import { withinTime } from './timeout';
@@ -142,7 +144,20 @@ function whenNpmDies(onGone: () => void): void {
   timer.unref();
 }
 
+/** `--pretty-logs` (what `npm run dev` passes): lines for a person instead of JSON. */
+function logFormatOf(args: string[]): LogFormat {
+  const { values } = parseArgs({ args, options: { 'pretty-logs': { type: 'boolean' } } });
+  return values['pretty-logs'] ? 'pretty' : 'json';
+}
+
+/** Where a person finds the service listening on `port`: the API, and its docs page. */
+function addressesOf(port: number): { url: string; docs: string } {
+  const url = `http://localhost:${port}`;
+  return { url, docs: `${url}${DOCS_PAGE}` };
+}
+
 async function main(): Promise<void> {
+  const logFormat = logFormatOf(process.argv.slice(2));
   let config: Config;
   try {
     config = readConfig();
@@ -151,7 +166,7 @@ async function main(): Promise<void> {
     console.error(`bike catalog: ${err.message}`);
     process.exit(1);
   }
-  const logger = createLogger(config.logLevel);
+  const logger = createLogger(config.logLevel, logFormat);
 
   // Signals are taken before anything starts (initdb alone blocks for seconds): one that arrives
   // while the service is still starting stops it as soon as it is up, so an embedded PostgreSQL
@@ -191,9 +206,10 @@ async function main(): Promise<void> {
 
   started.service = startService(config, logger).then(
     (service) => {
+      const { url, docs } = addressesOf(service.port);
       logger.info(
         { port: service.port, database: config.databaseUrl ? 'external' : 'embedded' },
-        'bike catalog listening',
+        `listening on ${url} — API docs at ${docs}`,
       );
       return service;
     },

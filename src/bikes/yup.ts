@@ -3,17 +3,30 @@ import * as yup from 'yup';
 /** What the service does with a yup schema: check a body against it, describe it, take its example. */
 
 /**
- * `body` checked against `schema`, keeping only the fields the schema names (unknown ones are
- * neither stored nor returned); undefined when it does not pass.
+ * What checking a value against a schema gives: the value, or the dotted path (yup's, made of the
+ * schema's own keys) of the first field that fails, in the schema's order; '' for the value as a whole.
  */
-export function validate<T>(schema: yup.Schema<T>, body: unknown): T | undefined {
+export type Checked<T> = { valid: true; value: T } | { valid: false; path: string };
+
+/**
+ * `value` checked against `schema`, keeping only the fields the schema names (unknown ones are
+ * neither checked, stored nor returned).
+ */
+export function check<T>(schema: yup.Schema<T>, value: unknown): Checked<T> {
   try {
-    schema.validateSync(body, { strict: true, abortEarly: true });
+    // Every failure, not the first one met: yup meets them in no fixed order, and lists them in the schema's.
+    schema.validateSync(value, { strict: true, abortEarly: false });
   } catch (err) {
-    if (err instanceof yup.ValidationError) return undefined;
+    if (err instanceof yup.ValidationError) return { valid: false, path: (err.inner[0] ?? err).path ?? '' };
     throw err;
   }
-  return pick(describe(schema), body) as T;
+  return { valid: true, value: pick(describe(schema), value) as T };
+}
+
+/** `body` checked against `schema` (see check); undefined when it does not pass. */
+export function validate<T>(schema: yup.Schema<T>, body: unknown): T | undefined {
+  const checked = check(schema, body);
+  return checked.valid ? checked.value : undefined;
 }
 
 type Description = yup.SchemaDescription & { fields?: Record<string, Description> };

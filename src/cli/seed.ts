@@ -1,8 +1,6 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomInt, randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
-import { faker } from '@faker-js/faker';
-import { type BikeFields, bikeFields, deriveHandle } from '../bikes/bike';
-import { exampleOf } from '../bikes/yup';
+import { type BikeFields, deriveHandle } from '../bikes/bike';
 import { createBikeRepository } from '../bikes/repository';
 import { readConfig } from '../config';
 import { prepareDatabase } from '../db/migrate';
@@ -10,48 +8,61 @@ import { connectPool } from '../db/pool';
 import { createPrismaClient } from '../db/prisma';
 import { createLogger } from '../logger';
 import { openDatabaseServer } from '../postgres/database-server';
+import { BIKE_TYPES, BRANDS, COLOURS, CURRENCIES } from './bike-shop';
 
 /**
- * npm run db:seed [-- --count 25] [-- --seed 42]: adds realistic bikes to the catalog, through
- * the same repository the API writes with (Prisma Client's create), in DATABASE_URL or the
- * embedded database. Applies pending migrations first, so it works on a database nothing has
- * touched yet. `--seed` makes the bikes the same on every run.
+ * npm run db:seed [-- --count 25] [-- --seed 42]: adds bikes that read like a bike shop's
+ * catalog (src/cli/bike-shop.ts) through the same repository the API writes with (Prisma
+ * Client's create), in DATABASE_URL or the embedded database. Applies pending migrations first,
+ * so it works on a database nothing has touched yet. `--seed` makes the bikes the same on every
+ * run. Only node and the production dependencies are needed: it runs in the container image.
  */
 
 const USAGE = 'usage: npm run db:seed -- [--count <1-100000>] [--seed <integer>]';
 const MAX_COUNT = 100_000;
+/** Bikes are dated within this long before the reference date. */
+const THREE_YEARS_MS = 3 * 365 * 24 * 3600 * 1000;
+/** The reference date of a seeded run: fixed, so a seed gives the same bikes on any day. */
+const SEEDED_REFERENCE = Date.parse('2026-01-01T00:00:00.000Z');
 
-const FEATURES = ['hydraulic disc brakes', 'a carbon fork', 'tubeless-ready wheels', 'a dropper seatpost', 'lights'];
-const FRAMES = ['aluminium', 'carbon', 'steel', 'titanium'];
-// Most shops price in one currency; a few bikes in others make the per-currency reports meaningful.
-const CURRENCIES = [
-  { weight: 8, value: 'USD' },
-  { weight: 1, value: 'EUR' },
-  { weight: 1, value: 'GBP' },
-];
+/** Draws in [0, 1): SHA-256 (node:crypto) of the seed and a counter, the same on every machine. */
+function randomSource(seed: number): () => number {
+  let counter = 0;
+  return () => createHash('sha256').update(`${seed}:${counter++}`).digest().readUIntBE(0, 6) / 2 ** 48;
+}
 
-const cents = (amount: number) => Math.round(amount * 100) / 100;
+/** A price as a shop lists it: the ten at or below `amount`, plus 9.99 (1,234 lists at 1,239.99). */
+const listPrice = (amount: number) => Math.floor(amount / 10) * 10 + 9.99;
 
-/**
- * One made-up bike: a bicycle type, a model and a manufacturer, with min price <= max price.
- * A field not made up here takes the example its schema carries.
- */
-function fakeBike(): BikeFields {
-  const type = faker.vehicle.bicycle(); // "Hybrid Bicycle", "Tricycle", ...
-  const productType = type.replace(/ Bicycle$/, '');
-  const model = faker.vehicle.model();
-  const minPrice = faker.number.float({ min: 120, max: 4500, fractionDigits: 2 });
-  const maxPrice = cents(minPrice + faker.number.float({ min: 0, max: minPrice * 0.6, fractionDigits: 2 }));
-  const currencyCode = faker.helpers.weightedArrayElement(CURRENCIES);
+/** The word with its indefinite article: "an e-bike", "a steel". */
+const withArticle = (word: string) => `${/^[aeiou]/i.test(word) ? 'an' : 'a'} ${word}`;
+
+/** One of the values, each as likely as its weight. */
+function weighted<T>(random: () => number, items: readonly { weight: number; value: T }[]): T {
+  let draw = random() * items.reduce((sum, { weight }) => sum + weight, 0);
+  return (items.find(({ weight }) => (draw -= weight) < 0) ?? items[items.length - 1]).value;
+}
+
+/** One bike: a brand's model of its type, priced within the type's range, min price <= max price. */
+function shopBike(random: () => number, referenceDate: number): BikeFields {
+  const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)];
+  const vendor = pick(Object.keys(BRANDS));
+  const [model, typeName] = pick(BRANDS[vendor]);
+  const type = BIKE_TYPES[typeName];
+  // Listed prices stay within the range: the draw leaves room for rounding up to x9.99.
+  const { min, max } = type.price;
+  const minPrice = listPrice(min + random() * (max - 10 - min));
+  const maxPrice = Math.max(minPrice, listPrice(Math.min(max - 10, minPrice * (1 + 0.3 * random()))));
+  const currencyCode = weighted(random, CURRENCIES);
+  const description = `${withArticle(type.noun)} with ${withArticle(pick(type.frames))} frame in ${pick(COLOURS)}, and ${pick(type.features)}.`;
   return {
-    ...exampleOf(bikeFields),
-    title: `${type} ${model}`,
-    productType,
-    createdAt: faker.date.past({ years: 3 }).toISOString(),
-    description: `A ${faker.helpers.arrayElement(FRAMES)} frame in ${faker.color.human()}, with ${faker.helpers.arrayElement(FEATURES)}.`,
-    vendor: faker.vehicle.manufacturer(),
-    availableForSale: faker.datatype.boolean({ probability: 0.8 }),
-    totalInventory: faker.number.int({ min: 0, max: 60 }),
+    title: `${vendor} ${model}`,
+    productType: type.productType,
+    createdAt: new Date(referenceDate - Math.floor(random() * THREE_YEARS_MS)).toISOString(),
+    description: description[0].toUpperCase() + description.slice(1),
+    vendor,
+    availableForSale: random() < 0.8,
+    totalInventory: Math.floor(random() * 61),
     priceRange: {
       minPrice: { amount: minPrice, currencyCode },
       maxPrice: { amount: maxPrice, currencyCode },
@@ -78,11 +89,10 @@ async function main(): Promise<void> {
     console.error((err as Error).message);
     process.exit(2);
   }
-  if (options.seed !== undefined) {
-    // Dates are drawn relative to a reference date: a fixed one, so a seed gives the same bikes on any day.
-    faker.seed(options.seed);
-    faker.setDefaultRefDate('2026-01-01T00:00:00.000Z');
-  }
+  // Unseeded, a seed of its own, logged, so a run can be made again.
+  const seed = options.seed ?? randomInt(2 ** 47);
+  const random = randomSource(seed);
+  const referenceDate = options.seed === undefined ? Date.now() : SEEDED_REFERENCE;
 
   const config = readConfig(process.env, { signsTokens: false });
   const logger = createLogger(config.logLevel);
@@ -94,13 +104,13 @@ async function main(): Promise<void> {
       const bikes = createBikeRepository({ prisma: createPrismaClient(pool), writes: pool });
       // One at a time, so the catalog lists them in the order they were made.
       for (let i = 0; i < options.count; i++) {
-        const fields = fakeBike();
+        const fields = shopBike(random, referenceDate);
         await bikes.create(randomUUID(), deriveHandle(fields.title), fields);
       }
     } finally {
       await pool.end();
     }
-    logger.info({ count: options.count }, `added ${options.count} bike(s) to the catalog`);
+    logger.info({ count: options.count, seed }, `added ${options.count} bike(s) to the catalog`);
   } finally {
     await server.stop();
   }

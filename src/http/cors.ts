@@ -1,12 +1,13 @@
 import koaCors from '@koa/cors';
 import type Koa from 'koa';
+import { INVALID_FIELD_HEADER } from './invalid-field';
 
 /**
  * CORS for browser clients, off unless CORS_ORIGIN is set: to `*`, to one origin
  * (`https://app.example.com`) or to a comma-separated list of origins. Requests from other
  * origins get no CORS headers, so browsers keep the responses from them. Tokens travel in the
  * Authorization header, not in cookies, so credentials are not allowed. A page may ask for the
- * primary (X-Read-From) and read the ETag.
+ * primary (X-Read-From) and read the ETag, and which field a 400 refused.
  */
 export function cors(corsOrigin: string | undefined): Koa.Middleware | undefined {
   if (!corsOrigin) return undefined;
@@ -24,7 +25,7 @@ export function cors(corsOrigin: string | undefined): Koa.Middleware | undefined
     },
     allowMethods: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'],
     allowHeaders: ['Authorization', 'Content-Type', 'X-Request-Id', 'X-Read-From'],
-    exposeHeaders: ['X-Request-Id', 'Allow', 'Retry-After', 'ETag'],
+    exposeHeaders: ['X-Request-Id', 'Allow', 'Retry-After', 'ETag', INVALID_FIELD_HEADER],
     maxAge: 600,
   });
 }

@@ -54,6 +54,9 @@ const CONTENT_SECURITY_POLICY =
   "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; " +
   "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
 
+/** The page that shows the API description (the start-up line names it). */
+export const DOCS_PAGE = '/docs';
+
 export function docsRouter(): Router {
   const router = new Router();
   const cache = new Map<string, Buffer>();
@@ -67,7 +70,7 @@ export function docsRouter(): Router {
     ctx.body = document;
   });
 
-  router.get('/docs', (ctx) => {
+  router.get(DOCS_PAGE, (ctx) => {
     ctx.set('Content-Security-Policy', CONTENT_SECURITY_POLICY);
     ctx.type = 'text/html; charset=utf-8';
     ctx.body = PAGE;

@@ -96,6 +96,24 @@ function onClientError(err: NodeJS.ErrnoException, socket: Socket): void {
   else lingeringClose(socket);
 }
 
+/**
+ * Why the port could not be had, and what to do, in one line: node's own error ("listen
+ * EADDRINUSE: address already in use :::3000") says neither.
+ */
+function listenFailure(err: NodeJS.ErrnoException, port: number): Error {
+  if (err.code === 'EADDRINUSE') {
+    return new Error(`port ${port} is already in use (is another \`npm start\` running?); set PORT to another port`, {
+      cause: err,
+    });
+  }
+  if (err.code === 'EACCES') {
+    return new Error(`port ${port} needs privileges this process does not have; set PORT to a port above 1023`, {
+      cause: err,
+    });
+  }
+  return err;
+}
+
 export async function listen(handler: Handler, port: number): Promise<Listener> {
   let closing = false;
   const open = new Set<http.ServerResponse>();
@@ -154,9 +172,10 @@ export async function listen(handler: Handler, port: number): Promise<Listener> 
   });
 
   await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
+    const fail = (err: NodeJS.ErrnoException) => reject(listenFailure(err, port));
+    server.once('error', fail);
     server.listen(port, () => {
-      server.off('error', reject);
+      server.off('error', fail);
       resolve();
     });
   });

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { bike } from '../bikes/bike';
 import { describe, exampleOf } from '../bikes/yup';
 import { API_ROUTES } from './api-routes';
+import { INVALID_FIELD_HEADER } from './invalid-field';
 import { fromDescription, type JsonSchema, toJsonSchema } from './json-schema';
 import { type ErrorStatus, hasBody, type RouteDeclaration } from './route';
 
@@ -27,6 +28,18 @@ const json = (schema: JsonSchema, example?: unknown): Record<string, unknown> =>
   'application/json': { schema, ...(example !== undefined && { example }) },
 });
 const REQUEST_ID_HEADER = { 'X-Request-Id': ref('headers', 'RequestId') };
+/** On a 400 (src/http/invalid-field.ts). */
+const INVALID_FIELD = {
+  [INVALID_FIELD_HEADER]: {
+    description:
+      'The first field that failed, in the order of its schema: its dotted path in the body as sent ' +
+      '(`priceRange.minPrice.amount`), or the name of the query parameter (`query`) or request header ' +
+      '(`idempotency-key`). Absent when the body fails as a whole: malformed JSON, not an object, a media ' +
+      'type or charset that cannot be read, or a value the database refuses.',
+    schema: { type: 'string' },
+    example: 'priceRange.minPrice.amount',
+  },
+};
 
 /** The error responses, each a status and its reason phrase as plain text, never JSON; what each means. */
 const ERRORS = {
@@ -307,6 +320,7 @@ function buildDocument() {
             description,
             headers: {
               ...REQUEST_ID_HEADER,
+              ...(status === '400' && INVALID_FIELD),
               ...((status === '503' || status === '429') && {
                 'Retry-After': { description: 'Seconds to wait', schema: { type: 'integer' } },
               }),

@@ -3,10 +3,11 @@ import type Koa from 'koa';
 import type * as yup from 'yup';
 import type { Tokens } from '../auth/tokens';
 import { holds, type Precondition } from '../bikes/repository';
-import { describe, validate } from '../bikes/yup';
+import { check, describe } from '../bikes/yup';
 import { isRejectedValue } from '../db/errors';
 import { readBody } from './body';
 import { HttpError } from './errors';
+import { invalidFieldHeader } from './invalid-field';
 import type { AbuseLimits, LimitKind } from './limits';
 import type { JsonSchema } from './json-schema';
 
@@ -142,13 +143,15 @@ function endpoint<Input>(
       }
     }
     const body = readsBody ? await readBody(ctx, invalid) : undefined;
-    const input = validate(route.input, { body, query: ctx.query, headers: ctx.headers });
-    if (input === undefined) {
+    const input = check(route.input, { body, query: ctx.query, headers: ctx.headers });
+    if (!input.valid) {
       const missing = route.bikeBeforeBody && (await checks.bikeVersion(id.toLowerCase())) === null;
-      throw new HttpError(missing ? 404 : invalid);
+      const status = missing ? 404 : invalid;
+      // Only a 400 says which field: PUT answers every failure 404, as the specification says.
+      throw new HttpError(status, status === 400 ? invalidFieldHeader(input.path) : {});
     }
     try {
-      await handler(ctx, input);
+      await handler(ctx, input.value);
     } catch (err) {
       if (isRejectedValue(err)) throw new HttpError(invalid, {}, { cause: err });
       throw err;

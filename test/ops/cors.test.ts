@@ -94,7 +94,7 @@ describe('CORS when CORS_ORIGIN names one origin', () => {
     expect(res.status).toBe(200);
     expect(corsHeaders(res)).toEqual({
       'access-control-allow-origin': APP_ORIGIN,
-      'access-control-expose-headers': 'X-Request-Id,Allow,Retry-After,ETag',
+      'access-control-expose-headers': 'X-Request-Id,Allow,Retry-After,ETag,X-Invalid-Field',
     });
   });
 
@@ -102,6 +102,25 @@ describe('CORS when CORS_ORIGIN names one origin', () => {
     const res = await fetch(`${svc.baseUrl}/bikes/`, { method: 'POST', headers: { origin: APP_ORIGIN } });
     expect(res.status).toBe(401);
     expect(res.headers.get('access-control-allow-origin')).toBe(APP_ORIGIN);
+  });
+
+  it('when that origin gets a 400, the page may read which field failed: X-Invalid-Field is exposed', async () => {
+    const res = await fetch(`${svc.baseUrl}/bikes/`, {
+      method: 'POST',
+      headers: {
+        origin: APP_ORIGIN,
+        authorization: `Bearer ${await token(svc.baseUrl)}`,
+        'content-type': 'application/json',
+      },
+      body: JSON.stringify({ ...newBike(), totalInventory: '5' }),
+    });
+    expect(res.status).toBe(400);
+    expect(await res.text()).toBe('Bad Request');
+    expect(res.headers.get('x-invalid-field')).toBe('totalInventory');
+    expect(corsHeaders(res)).toEqual({
+      'access-control-allow-origin': APP_ORIGIN,
+      'access-control-expose-headers': 'X-Request-Id,Allow,Retry-After,ETag,X-Invalid-Field',
+    });
   });
 
   it('when another origin asks, it grants nothing', async () => {

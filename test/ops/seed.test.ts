@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { Client } from 'pg';
@@ -7,7 +8,28 @@ import { startEmbeddedPostgres } from '../../src/postgres/embedded-postgres';
 import { createTestDatabase } from '../support/databases';
 import { startTestService } from '../support/service';
 import { tempDataDir } from '../support/temp-dir';
+import { BIKE_TYPES, BRANDS, type BikeType } from '../../src/cli/bike-shop';
 import { runSeed } from './seed-cli';
+
+const ROOT = path.join(__dirname, '..', '..');
+
+/**
+ * The built project in `dir` as the container image has it (Dockerfile: `npm prune --omit=dev`):
+ * dist/, prisma/ and node_modules without the packages that prune removes, those package-lock.json
+ * marks `dev` (needed by devDependencies only). node_modules is hard-linked (nothing here writes to it).
+ */
+function copyWithProductionDependencies(dir: string): void {
+  for (const entry of ['package.json', 'dist', 'prisma']) {
+    fs.cpSync(path.join(ROOT, entry), path.join(dir, entry), { recursive: true });
+  }
+  execFileSync('cp', ['-al', fs.realpathSync(path.join(ROOT, 'node_modules')), path.join(dir, 'node_modules')]);
+  const lock = JSON.parse(fs.readFileSync(path.join(ROOT, 'package-lock.json'), 'utf8')) as {
+    packages: Record<string, { dev?: boolean }>;
+  };
+  for (const [location, { dev }] of Object.entries(lock.packages)) {
+    if (dev) fs.rmSync(path.join(dir, location), { recursive: true, force: true });
+  }
+}
 
 async function countBikes(databaseUrl: string): Promise<number> {
   const client = new Client({ connectionString: databaseUrl });
@@ -35,7 +57,7 @@ async function catalog(databaseUrl: string): Promise<Bike[]> {
 const hasCents = (amount: number) => Math.abs(amount * 100 - Math.round(amount * 100)) < 1e-6;
 
 describe('npm run db:seed (node dist/cli/seed.js)', () => {
-  it('with --count 25 and DATABASE_URL, it adds 25 realistic bikes that the API serves, each with min price <= max price', async () => {
+  it("with --count 25 and DATABASE_URL, it adds 25 bikes of a bike shop that the API serves: real brands and their models, prices within their type's range", async () => {
     const databaseUrl = await createTestDatabase();
     const run = await runSeed(['--count', '25'], { DATABASE_URL: databaseUrl });
     expect(run).toMatchObject({ code: 0, output: expect.stringContaining('added 25 bike(s) to the catalog') });
@@ -44,20 +66,22 @@ describe('npm run db:seed (node dist/cli/seed.js)', () => {
     const bikes = await catalog(databaseUrl);
     expect(bikes).toHaveLength(25);
     const threeYearsAgo = Date.now() - 3 * 366 * 24 * 3600 * 1000;
+    const types: Record<string, BikeType> = BIKE_TYPES;
     for (const bike of bikes) {
       const { id: _id, handle, ...fields } = bike;
       expect(validate(bikeFields, fields)).toEqual(fields);
       expect(handle).toBe(deriveHandle(bike.title));
-      // "<bicycle type> <model>", e.g. "Hybrid Bicycle Sentra"; the product type is the type without "Bicycle".
-      const [, type, model] = /^(.+? Bicycle|Tricycle) (.+)$/.exec(bike.title) ?? [];
-      expect({ title: bike.title, type: type ?? null, model: model ?? null }).toEqual({
+      // "<brand> <model>", a model the brand sells, of the bike's type: "Trek Domane SL 5", a Road bike.
+      expect(Object.keys(BRANDS)).toContain(bike.vendor);
+      const model = bike.title.slice(bike.vendor.length + 1);
+      expect(bike.title).toBe(`${bike.vendor} ${model}`);
+      const [, typeName] = BRANDS[bike.vendor].find(([name]) => name === model) ?? [model, 'none'];
+      const type = types[typeName];
+      expect({ title: bike.title, productType: bike.productType }).toEqual({
         title: bike.title,
-        type: expect.any(String),
-        model: expect.any(String),
+        productType: type.productType,
       });
-      expect(bike.productType).toBe(type.replace(/ Bicycle$/, ''));
-      expect(bike.vendor.trim()).not.toBe('');
-      expect(bike.description).toContain('frame');
+      expect(bike.description).toMatch(new RegExp(`^An? ${type.noun} with an? .+ frame in .+, and .+\\.$`));
       const created = Date.parse(bike.createdAt);
       expect(new Date(created).toISOString()).toBe(bike.createdAt);
       expect(created).toBeGreaterThan(threeYearsAgo);
@@ -65,8 +89,9 @@ describe('npm run db:seed (node dist/cli/seed.js)', () => {
       expect(Number.isInteger(bike.totalInventory) && bike.totalInventory >= 0 && bike.totalInventory <= 60).toBe(true);
 
       const { minPrice, maxPrice } = bike.priceRange;
-      expect(minPrice.amount).toBeGreaterThan(0);
+      expect(minPrice.amount).toBeGreaterThanOrEqual(type.price.min);
       expect(minPrice.amount).toBeLessThanOrEqual(maxPrice.amount);
+      expect(maxPrice.amount).toBeLessThanOrEqual(type.price.max);
       expect(hasCents(minPrice.amount) && hasCents(maxPrice.amount)).toBe(true);
       expect(['USD', 'EUR', 'GBP']).toContain(minPrice.currencyCode);
       expect(maxPrice.currencyCode).toBe(minPrice.currencyCode);
@@ -77,6 +102,12 @@ describe('npm run db:seed (node dist/cli/seed.js)', () => {
     expect(new Set(bikes.map((bike) => bike.title)).size).toBeGreaterThanOrEqual(20);
   }, 60_000);
 
+  it("prices every type within its range, kids' bikes below any carbon road bike or e-MTB", () => {
+    for (const type of Object.values(BIKE_TYPES)) expect(type.price.min).toBeLessThan(type.price.max);
+    expect(BIKE_TYPES.kids.price.max).toBeLessThan(BIKE_TYPES.road.price.min);
+    expect(BIKE_TYPES.kids.price.max).toBeLessThan(BIKE_TYPES.eMtb.price.min);
+  });
+
   it('when run twice with the same --seed, it adds the same bikes both times', async () => {
     const [first, second] = await Promise.all([createTestDatabase(), createTestDatabase()]);
     expect((await runSeed(['--count', '5', '--seed', '42'], { DATABASE_URL: first })).code).toBe(0);
@@ -85,6 +116,28 @@ describe('npm run db:seed (node dist/cli/seed.js)', () => {
     const firstBikes = withoutIds(await catalog(first));
     expect(firstBikes).toHaveLength(5);
     expect(withoutIds(await catalog(second))).toEqual(firstBikes);
+
+    // Another seed, another catalog.
+    const third = await createTestDatabase();
+    expect((await runSeed(['--count', '5', '--seed', '43'], { DATABASE_URL: third })).code).toBe(0);
+    expect(withoutIds(await catalog(third))).not.toEqual(firstBikes);
+  }, 60_000);
+
+  it('runs where only the production dependencies are installed (the container image: npm prune --omit=dev)', async () => {
+    const dir = tempDataDir('seed-prod');
+    try {
+      copyWithProductionDependencies(dir);
+      // Really without them.
+      for (const dev of ['@faker-js/faker', 'jest', 'pino-pretty', 'ts-jest']) {
+        expect(fs.existsSync(path.join(dir, 'node_modules', dev))).toBe(false);
+      }
+      const databaseUrl = await createTestDatabase();
+      const run = await runSeed(['--count', '50', '--seed', '7'], { DATABASE_URL: databaseUrl }, dir);
+      expect(run).toMatchObject({ code: 0, output: expect.stringContaining('added 50 bike(s) to the catalog') });
+      expect(await countBikes(databaseUrl)).toBe(50);
+    } finally {
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
   }, 60_000);
 
   it.each([['0'], ['abc'], ['2.5'], ['100001'], ['-3']])(

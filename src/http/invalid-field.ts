@@ -1,0 +1,18 @@
+/**
+ * A 400 names the field that failed in a header, the body staying the bare reason phrase
+ * (docs/decisions.md, "Which field failed").
+ */
+export const INVALID_FIELD_HEADER = 'X-Invalid-Field';
+
+/**
+ * The header for a route input that failed at `path`, yup's path in the input (routerOf checks
+ * `{ body, query, headers }`): the path within its part of the request, as the client sent it
+ * (`body.priceRange.minPrice.amount` is `priceRange.minPrice.amount`, `query.query` is `query`,
+ * `headers.idempotency-key` is `idempotency-key`). None when a part fails as a whole (a body that
+ * is not an object). yup makes paths of the schema's keys only, and unknown keys are never
+ * checked, so the value is never the client's bytes.
+ */
+export function invalidFieldHeader(path: string): Record<string, string> {
+  const field = path.split('.').slice(1).join('.');
+  return field ? { [INVALID_FIELD_HEADER]: field } : {};
+}
