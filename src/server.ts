@@ -208,7 +208,11 @@ async function main(): Promise<void> {
     (service) => {
       const { url, docs } = addressesOf(service.port);
       logger.info(
-        { port: service.port, database: config.databaseUrl ? 'external' : 'embedded' },
+        {
+          port: service.port,
+          metricsPort: service.metricsPort,
+          database: config.databaseUrl ? 'external' : 'embedded',
+        },
         `listening on ${url} — API docs at ${docs}`,
       );
       return service;
