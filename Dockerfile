@@ -1,26 +1,31 @@
-# The bike catalog service. Built and run by docker-compose.yml next to a PostgreSQL container.
+# The bike catalog service's image, built by the compose files. NODE_IMAGE is the official Node.js
+# LTS image; deploy/podman/stand-ins.sh builds a stand-in where it cannot be pulled.
+ARG NODE_IMAGE=node:24-bookworm-slim
 
-FROM node:20-bookworm-slim AS build
+FROM ${NODE_IMAGE} AS build
 WORKDIR /app
 # Dependencies first, so source edits do not re-run npm ci. npm ci's postinstall runs
 # `prisma generate`, which needs the schema and prisma.config.ts.
 COPY package.json package-lock.json prisma.config.ts ./
 COPY prisma ./prisma
-RUN npm ci
+RUN npm ci --no-audit --no-fund
 COPY tsconfig.json ./
 COPY src ./src
-RUN npm run build && npm prune --omit=dev
+# The runtime needs neither the build tools nor the embedded PostgreSQL (an optional dependency:
+# a container always has DATABASE_URL).
+RUN npm run build && npm prune --omit=dev --omit=optional --no-audit --no-fund
 
-FROM node:20-bookworm-slim
+FROM ${NODE_IMAGE}
 ENV NODE_ENV=production
 WORKDIR /app
 COPY --from=build /app/package.json ./
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
-# The migrations are applied from here at start-up.
+# The migrations, applied at start-up and by `node dist/cli/migrate.js`.
 COPY --from=build /app/prisma ./prisma
 USER node
 EXPOSE 3000
-# node itself, not npm, is PID 1's child here: SIGTERM from `docker compose stop` reaches the
-# service, which finishes requests in flight and exits 0.
+# node itself is PID 1: SIGTERM from `docker compose stop` reaches the service, which finishes
+# requests in flight and exits 0. `docker compose run --rm api node dist/cli/seed.js` and
+# `... node dist/cli/migrate.js` run the tools instead.
 CMD ["node", "dist/server.js"]

@@ -238,8 +238,16 @@ describe('JWT_SECRET and JWT_SECRET_FILE', () => {
   });
 
   it.each([
-    ['both are set', { JWT_SECRET: 'x', JWT_SECRET_FILE: '/nonexistent' }, 'JWT_SECRET and JWT_SECRET_FILE are both set: set one of them'],
-    ['the file cannot be read', { JWT_SECRET_FILE: '/nonexistent/secret' }, 'JWT_SECRET_FILE: cannot read /nonexistent/secret (ENOENT)'],
+    [
+      'both are set',
+      { JWT_SECRET: 'x', JWT_SECRET_FILE: '/nonexistent' },
+      'JWT_SECRET and JWT_SECRET_FILE are both set: set one of them',
+    ],
+    [
+      'the file cannot be read',
+      { JWT_SECRET_FILE: '/nonexistent/secret' },
+      'JWT_SECRET_FILE: cannot read /nonexistent/secret (ENOENT)',
+    ],
   ])('%s: the service refuses to start and says why', async (_case, env, message) => {
     const { code, stderr } = await runUntilExit({ DATA_DIR: path.join(dir, 'data'), ...env });
     expect(code).toBe(1);

@@ -6,9 +6,13 @@ import { parse } from 'yaml';
 import { freePort } from '../support/process';
 import { startTestService } from '../support/service';
 
+/**
+ * What can be checked of the compose files without a container engine. `npm run test:compose`
+ * starts them for real (test/compose/).
+ */
+
 const ROOT = path.join(__dirname, '..', '..');
-const COMPOSE_FILE = path.join(ROOT, 'docker-compose.yml');
-const SCALED_FILE = path.join(ROOT, 'docker-compose.scale.yml');
+const FILES = ['docker-compose.yml', 'deploy/bike-catalog-scaled/docker-compose.yml'];
 const hasDockerCompose = spawnSync('docker-compose', ['version'], { stdio: 'ignore' }).status === 0;
 if (!hasDockerCompose) {
   console.log(
@@ -16,89 +20,113 @@ if (!hasDockerCompose) {
   );
 }
 
-/** Runs the health check's command as Docker would in the api container, with PORT set there. */
-async function runHealthCheck(command: string[], port: number): Promise<number> {
-  const [program, ...args] = command;
-  expect(program).toBe('node');
-  try {
-    await promisify(execFile)(process.execPath, args, { env: { PORT: String(port) }, timeout: 10_000 });
-    return 0;
-  } catch (err) {
-    return (err as { code: number }).code;
-  }
+interface Service {
+  image?: string;
+  ports?: string[];
+  environment?: Record<string, string>;
+  healthcheck?: { test: string[] };
+  depends_on?: Record<string, { condition: string }>;
+  restart?: string;
 }
+const stackOf = (file: string) =>
+  parse(fs.readFileSync(path.join(ROOT, file), 'utf8')) as { services: Record<string, Service> };
 
-describe('docker-compose.yml', () => {
-  const compose = parse(fs.readFileSync(COMPOSE_FILE, 'utf8')) as {
-    services: { api: { environment: { PORT: string }; healthcheck: { test: string[] } } };
-  };
+describe.each(FILES)('%s', (file) => {
+  const stack = stackOf(file);
 
-  (hasDockerCompose ? it.each : it.skip.each)(['docker-compose.yml', 'docker-compose.scale.yml'])(
-    '%s is a valid compose file for a real compose implementation',
-    (file) => {
-      const config = (env: Record<string, string>) =>
-        spawnSync('docker-compose', ['-f', path.join(ROOT, file), 'config', '--quiet'], {
-          env: { PATH: process.env.PATH, ...env },
-          encoding: 'utf8',
-        });
-      const secrets = {
-        POSTGRES_PASSWORD: 'a'.repeat(64),
-        APP_DB_PASSWORD: 'b'.repeat(64),
-        JWT_SECRET: 'c'.repeat(64),
-      };
-      const result = config(secrets);
+  (hasDockerCompose ? it : it.skip)(
+    'is a valid compose file for a real compose implementation, with nothing set',
+    () => {
+      const result = spawnSync('docker-compose', ['-f', path.join(ROOT, file), 'config', '--quiet'], {
+        env: { PATH: process.env.PATH },
+        encoding: 'utf8',
+      });
       expect(result.stderr).toBe('');
       expect(result.status).toBe(0);
-      // No secret has a default: without any one of them, the stack refuses to start.
-      for (const name of Object.keys(secrets)) {
-        const { [name as keyof typeof secrets]: _left, ...others } = secrets;
-        const without = config(others);
-        expect(without.status).not.toBe(0);
-        expect(without.stderr).toContain(`set ${name}`);
+    },
+  );
+
+  it('gives no service a secret in its configuration: passwords and the signing secret come from files', () => {
+    for (const [name, service] of Object.entries(stack.services)) {
+      for (const [variable, value] of Object.entries(service.environment ?? {})) {
+        expect({ name, variable, secret: /PASSWORD$|SECRET$/.test(variable) }).toEqual({
+          name,
+          variable,
+          secret: false,
+        });
+        // A connection string names its role, never a password.
+        expect(String(value)).not.toMatch(/^postgres(ql)?:\/\/[^@/]*:[^@/]*@/);
       }
-    },
-  );
-
-  it.each([COMPOSE_FILE, SCALED_FILE])(
-    '%s publishes no database port, and the service queries as its own role, not the superuser',
-    (file) => {
-      const stack = parse(fs.readFileSync(file, 'utf8')) as {
-        services: Record<string, { ports?: string[]; environment?: Record<string, string> }>;
-      };
-      for (const name of ['db', 'replica', 'pgbouncer']) expect(stack.services[name]?.ports).toBeUndefined();
-      const api = stack.services.api.environment!;
-      expect(api.DATABASE_URL).toMatch(/^postgresql:\/\/bike_catalog:/);
-      expect(api.DATABASE_DIRECT_URL).toMatch(/^postgresql:\/\/postgres:/);
-    },
-  );
-
-  it('gives every service of the scaled stack a health check, the api its /readyz one, behind PgBouncer and a replica', () => {
-    const scaled = parse(fs.readFileSync(SCALED_FILE, 'utf8')) as {
-      services: Record<string, { healthcheck?: { test: string[] }; environment?: Record<string, string> }>;
-    };
-    expect(Object.keys(scaled.services).sort()).toEqual(['api', 'db', 'lb', 'pgbouncer', 'replica']);
-    for (const [name, service] of Object.entries(scaled.services)) {
-      expect({ name, healthcheck: Boolean(service.healthcheck) }).toEqual({ name, healthcheck: true });
     }
-    expect(scaled.services.api.healthcheck?.test).toEqual(compose.services.api.healthcheck.test);
-    expect(scaled.services.api.environment).toMatchObject({
-      DATABASE_URL: expect.stringContaining('@pgbouncer:'),
-      DATABASE_DIRECT_URL: expect.stringContaining('@db:'),
-      DATABASE_REPLICA_URL: expect.stringContaining('@replica:'),
+    expect(stack.services.api.environment).toMatchObject({
+      JWT_SECRET_FILE: '/secrets/jwt_secret',
+      PGPASSFILE: '/secrets/pgpass',
+      DATABASE_URL: expect.stringMatching(/^postgresql:\/\/bike_catalog@/),
+      DATABASE_DIRECT_URL: expect.stringMatching(/^postgresql:\/\/postgres@db:/),
     });
   });
 
-  it('gives the api a health check that passes when /readyz answers 200 and fails when nothing answers', async () => {
-    const [form, ...command] = compose.services.api.healthcheck.test;
-    expect(form).toBe('CMD');
-    expect(command.join(' ')).toContain('/readyz');
+  it('publishes the database on 127.0.0.1 only, on a port of your choice, and /metrics nowhere', () => {
+    expect(stack.services.db.ports).toEqual(['127.0.0.1:${DB_PORT:-}:5432']);
+    for (const name of ['replica', 'pgbouncer']) expect(stack.services[name]?.ports).toBeUndefined();
+    expect(stack.services.api.environment?.METRICS_PORT).toBe('9100');
+    const published = Object.values(stack.services).flatMap((service) => service.ports ?? []);
+    expect(published.filter((port) => port.includes('9100'))).toEqual([]);
+    expect(published).toContainEqual(expect.stringMatching(/^\$\{API_PORT:-3000\}:/));
+  });
 
+  it('names every image by a variable whose default is the official image', () => {
+    const images = Object.values(stack.services).flatMap((service) => (service.image ? [service.image] : []));
+    for (const image of images.filter((name) => name !== 'bike-catalog-service')) {
+      expect(image).toMatch(/^\$\{(POSTGRES|PGBOUNCER|NGINX)_IMAGE:-(postgres|edoburu\/pgbouncer|nginx):[\w.-]+\}$/);
+    }
+  });
+});
+
+describe('the scaled stack', () => {
+  const scaled = stackOf(FILES[1]);
+
+  it('gives every long-running service a health check and a restart policy, and the api waits for no replica', () => {
+    for (const [name, service] of Object.entries(scaled.services).filter(([name]) => name !== 'secrets')) {
+      expect({ name, healthcheck: Boolean(service.healthcheck), restart: service.restart }).toEqual({
+        name,
+        healthcheck: true,
+        restart: 'unless-stopped',
+      });
+    }
+    expect(Object.keys(scaled.services.api.depends_on ?? {}).sort()).toEqual(['db', 'pgbouncer']);
+    expect(scaled.services.api.environment?.DATABASE_REPLICA_URL).toMatch(/^postgresql:\/\/bike_catalog@replica:/);
+    // Healthy only while it streams, not merely while it answers.
+    expect(scaled.services.replica.healthcheck?.test.join(' ')).toContain('pg_stat_wal_receiver');
+  });
+});
+
+describe('the api health check (node dist/cli/healthcheck.js)', () => {
+  const run = async (port: number) => {
+    try {
+      await promisify(execFile)(process.execPath, [path.join(ROOT, 'dist', 'cli', 'healthcheck.js')], {
+        env: { PORT: String(port) },
+        timeout: 10_000,
+      });
+      return 0;
+    } catch (err) {
+      return (err as { code: number }).code;
+    }
+  };
+
+  it('is what both stacks run', () => {
+    for (const file of FILES) {
+      expect(stackOf(file).services.api.healthcheck?.test).toEqual(['CMD', 'node', 'dist/cli/healthcheck.js']);
+    }
+  });
+
+  it('passes when /readyz answers 200 and fails when nothing answers', async () => {
     const svc = await startTestService();
     try {
-      expect(await runHealthCheck(command, svc.service.port)).toBe(0);
+      expect(await run(svc.service.port)).toBe(0);
     } finally {
       await svc.stop();
     }
-    expect(await runHealthCheck(command, await freePort())).toBe(1);
+    expect(await run(await freePort())).toBe(1);
   });
 });

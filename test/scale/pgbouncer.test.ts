@@ -23,7 +23,7 @@ if (why) console.log(`pgbouncer.test.ts skipped: ${why}`);
 
   beforeAll(async () => {
     // A database nothing has migrated yet, migrated here through the direct URL (for a role with
-    // more rights, as in docker-compose.scale.yml).
+    // more rights, as in deploy/bike-catalog-scaled/docker-compose.yml).
     direct = await createEmptyTestDatabase();
     bouncer = await startPgBouncer(direct);
     svc = await spawnService({

@@ -5,6 +5,7 @@ import { TEMPLATE_DATABASE, withDatabase } from './databases';
 
 export default async function globalSetup(): Promise<void> {
   const server = await startTestPostgresServer();
+  console.log(`\ntest PostgreSQL: ${server.description}`);
   (globalThis as Record<string, unknown>).__TEST_POSTGRES__ = server;
   // Workers start after this and inherit the environment.
   process.env.TEST_ADMIN_DATABASE_URL = server.adminUrl;

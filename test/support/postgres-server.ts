@@ -3,8 +3,10 @@ import { startEmbeddedPostgres } from '../../src/postgres/embedded-postgres';
 import { tempDataDir } from './temp-dir';
 
 /**
- * The PostgreSQL server for a test run: TEST_DATABASE_URL when set, otherwise a container when
- * a container runtime answers, otherwise an embedded PostgreSQL in a temporary directory.
+ * The PostgreSQL server for a test run: TEST_DATABASE_URL when set, otherwise a container from
+ * testcontainers when a container engine answers (POSTGRES_IMAGE, postgres:18-alpine by default;
+ * deploy/podman/ makes podman one, with a stand-in image), otherwise an embedded PostgreSQL in a
+ * temporary directory.
  */
 export interface TestPostgresServer {
   /** A connection string with the right to create databases. */
@@ -35,10 +37,11 @@ export async function startTestPostgresServer(): Promise<TestPostgresServer> {
 
   if (await containerRuntimeAvailable()) {
     const { PostgreSqlContainer } = await import('@testcontainers/postgresql');
-    const container = await new PostgreSqlContainer('postgres:18-alpine').start();
+    const image = process.env.POSTGRES_IMAGE || 'postgres:18-alpine';
+    const container = await new PostgreSqlContainer(image).start();
     return {
       adminUrl: container.getConnectionUri(),
-      description: 'testcontainers postgres:18-alpine',
+      description: `testcontainers ${image}`,
       stop: async () => void (await container.stop()),
     };
   }

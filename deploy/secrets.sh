@@ -1,0 +1,33 @@
+#!/bin/sh
+# The compose stacks' "secrets" service: on the first `up`, random secrets for this stack in the
+# secrets volume; on every later one, the same. Nothing to set, nothing in any container's
+# environment (`docker inspect` shows only file names). Each file is readable by whoever needs it
+# and nobody else in the stack's containers:
+#   postgres_password      PostgreSQL's superuser, read by the postgres image as root (0400)
+#   app_db_password        the service's role, read by PostgreSQL's init script and PgBouncer,
+#   replication_password   and the replica's role, read by PostgreSQL's init script and the replica;
+#                          those run as the postgres user, whose uid differs between images (0444)
+#   jwt_secret, pgpass     the service's signing secret and its database passwords (libpq's
+#                          password file), for the service's user, node, uid 1000 (0400)
+set -eu
+umask 077
+cd /secrets
+
+# 256 random bits in hex: safe in a connection string, a password file or an ini file as they are.
+make_secret() {
+  if [ ! -s "$1" ]; then
+    od -An -tx1 -N32 /dev/urandom | tr -d ' \n' > "$1.new"
+    mv "$1.new" "$1"
+    echo "secrets: made $1"
+  fi
+}
+for name in postgres_password app_db_password replication_password jwt_secret; do
+  make_secret "$name"
+done
+printf '*:*:*:postgres:%s\n*:*:*:bike_catalog:%s\n' "$(cat postgres_password)" "$(cat app_db_password)" > pgpass
+
+chown 0:0 postgres_password app_db_password replication_password
+chmod 0400 postgres_password
+chmod 0444 app_db_password replication_password
+chown 1000:1000 jwt_secret pgpass
+chmod 0400 jwt_secret pgpass

@@ -1,0 +1,193 @@
+import { execFile, spawnSync } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import http from 'node:http';
+import path from 'node:path';
+import { promisify } from 'node:util';
+
+/**
+ * A compose stack started for real, on the container engine DOCKER_HOST names (podman's Docker
+ * API here, see deploy/podman/), by a real compose implementation (docker-compose).
+ */
+
+export const ROOT = path.join(__dirname, '..', '..');
+const SOCKET = (process.env.DOCKER_HOST ?? 'unix:///var/run/docker.sock').replace(/^unix:\/\//, '');
+
+/** GET on the engine's API: the body of a 200. */
+function engineGet(apiPath: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const req = http.get({ socketPath: SOCKET, path: apiPath, timeout: 10_000 }, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => (body += chunk));
+      res.on('end', () =>
+        res.statusCode === 200 ? resolve(body) : reject(new Error(`${apiPath}: ${res.statusCode} ${body}`)),
+      );
+    });
+    req.on('timeout', () => req.destroy(new Error(`${apiPath}: no answer`)));
+    req.on('error', reject);
+  });
+}
+
+/** GET on the engine's API: JSON. */
+export async function engine<T>(apiPath: string): Promise<T> {
+  return JSON.parse(await engineGet(apiPath)) as T;
+}
+
+/** Why the compose tests cannot run here, or undefined when they can. */
+export async function whyNoEngine(): Promise<string | undefined> {
+  if (spawnSync('docker-compose', ['version'], { stdio: 'ignore' }).status !== 0) {
+    return 'docker-compose is not installed (deploy/podman/engine.sh installs it)';
+  }
+  try {
+    await engineGet('/_ping');
+    return undefined;
+  } catch {
+    return `no container engine answers on ${SOCKET} (deploy/podman/engine.sh starts podman's)`;
+  }
+}
+
+async function volumeNames(): Promise<string[]> {
+  const { Volumes } = await engine<{ Volumes: { Name: string }[] | null }>('/volumes');
+  return (Volumes ?? []).map((volume) => volume.Name);
+}
+
+interface EngineContainer {
+  Id: string;
+  Names: string[];
+  State: string;
+  Labels: Record<string, string>;
+}
+
+export interface Container {
+  name: string;
+  service: string;
+  state: string;
+  /** 'healthy', 'unhealthy', 'starting', or undefined without a health check. */
+  health: string | undefined;
+}
+
+export class Stack {
+  readonly project: string;
+  /** Every volume on the engine before the first `up`: anonymous ones carry no project label. */
+  private volumesBefore: Set<string> | undefined;
+
+  /**
+   * `file`: the compose file, relative to the clone. `env`: the variables `up` is given (images,
+   * ports); every other command gets none, as a user's second terminal would.
+   */
+  constructor(
+    readonly file: string,
+    readonly env: Record<string, string>,
+  ) {
+    this.project = `bike-catalog-test-${randomUUID().slice(0, 8)}`;
+  }
+
+  /** Runs docker-compose on this stack; its output. Fails on a non-zero exit. */
+  async compose(args: string[], { env = {}, timeoutMs = 120_000 } = {}): Promise<string> {
+    const { DOCKER_HOST, PATH, HOME } = process.env;
+    const { stdout, stderr } = await promisify(execFile)(
+      'docker-compose',
+      ['-f', path.join(ROOT, this.file), '-p', this.project, '--ansi', 'never', ...args],
+      {
+        env: { DOCKER_HOST, PATH, HOME, ...env },
+        timeout: timeoutMs,
+        maxBuffer: 64 * 1024 * 1024,
+      },
+    );
+    return `${stdout}${stderr}`;
+  }
+
+  /**
+   * `up -d` with the stack's variables. Under podman, health checks run only where something runs
+   * them (deploy/podman/engine.sh starts health-checks.sh); compose waits on them.
+   */
+  async up(extra: string[] = [], timeoutMs = 300_000): Promise<void> {
+    this.volumesBefore ??= new Set(await volumeNames());
+    await this.compose(['up', '-d', ...extra], { env: this.env, timeoutMs });
+  }
+
+  async containers(): Promise<Container[]> {
+    const filters = encodeURIComponent(JSON.stringify({ label: [`com.docker.compose.project=${this.project}`] }));
+    const found = await engine<EngineContainer[]>(`/containers/json?all=1&filters=${filters}`);
+    // The list does not say how a health check stands (under podman); each container's inspection does.
+    return Promise.all(
+      found.map(async (c) => {
+        const { State } = await engine<{ State: { Health?: { Status: string } } }>(`/containers/${c.Id}/json`);
+        return {
+          name: c.Names[0].replace(/^\//, ''),
+          service: c.Labels['com.docker.compose.service'],
+          state: c.State,
+          health: State.Health?.Status || undefined,
+        };
+      }),
+    );
+  }
+
+  /** Waits until every running container with a health check reports healthy; how long it took. */
+  async waitHealthy(timeoutMs = 180_000): Promise<Container[]> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const containers = await this.containers();
+      const waiting = containers.filter(
+        (c) => c.state === 'running' && c.health !== undefined && c.health !== 'healthy',
+      );
+      if (waiting.length === 0) return containers;
+      if (Date.now() > deadline) {
+        throw new Error(`not healthy after ${timeoutMs} ms: ${waiting.map((c) => `${c.name} ${c.health}`).join(', ')}`);
+      }
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+    }
+  }
+
+  /** Whatever of this project is left on the engine: containers, volumes, networks. */
+  async leftovers(): Promise<string[]> {
+    const filters = encodeURIComponent(JSON.stringify({ label: [`com.docker.compose.project=${this.project}`] }));
+    const containers = await engine<EngineContainer[]>(`/containers/json?all=1&filters=${filters}`);
+    const volumes = (await volumeNames()).filter((name) => !this.volumesBefore?.has(name));
+    const networks = await engine<{ Name: string }[]>(`/networks?filters=${filters}`);
+    return [
+      ...containers.map((c) => `container ${c.Names[0]}`),
+      ...volumes.map((name) => `volume ${name}`),
+      ...networks.map((n) => `network ${n.Name}`),
+    ];
+  }
+
+  /** `down -v`, whatever state the stack is in: for afterAll. */
+  async remove(): Promise<void> {
+    await this.compose(['down', '-v', '--remove-orphans', '--timeout', '20']).catch(() => undefined);
+  }
+}
+
+/** The service's answers, through a published port. */
+export async function apiClient(baseUrl: string) {
+  const tokenResponse = await fetch(`${baseUrl}/api/user`, { method: 'POST' });
+  const { token } = (await tokenResponse.json()) as { token: string };
+  return {
+    token,
+    get: (route: string, headers: Record<string, string> = {}) => fetch(`${baseUrl}${route}`, { headers }),
+    create: (fields: unknown) =>
+      fetch(`${baseUrl}/bikes/`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: JSON.stringify(fields),
+      }),
+  };
+}
+
+/** The images `up` is given: the stand-ins where the environment names them (deploy/podman/stand-ins.env). */
+export function imagesFromEnvironment(): Record<string, string> {
+  const names = ['POSTGRES_IMAGE', 'NODE_IMAGE', 'NGINX_IMAGE', 'PGBOUNCER_IMAGE'];
+  return Object.fromEntries(names.flatMap((name) => (process.env[name] ? [[name, process.env[name]]] : [])));
+}
+
+/** A bike to create. */
+export const bike = (title: string) => ({
+  title,
+  productType: 'Road',
+  createdAt: '2026-03-01T10:00:00Z',
+  description: 'An endurance road bike',
+  vendor: 'Trek',
+  availableForSale: true,
+  totalInventory: 3,
+  priceRange: { minPrice: { amount: 1899, currencyCode: 'USD' }, maxPrice: { amount: 2199, currencyCode: 'USD' } },
+});
