@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { freePort } from '../support/process';
 
 /**
  * A compose stack started for real, on the container engine DOCKER_HOST names (podman's Docker
@@ -12,15 +13,17 @@ import { promisify } from 'node:util';
 export const ROOT = path.join(__dirname, '..', '..');
 const SOCKET = (process.env.DOCKER_HOST ?? 'unix:///var/run/docker.sock').replace(/^unix:\/\//, '');
 
-/** GET on the engine's API: the body of a 200. */
-function engineGet(apiPath: string): Promise<string> {
+/** GET on the engine's API: JSON of a 200. */
+export function engine<T>(apiPath: string): Promise<T> {
   return new Promise((resolve, reject) => {
     const req = http.get({ socketPath: SOCKET, path: apiPath, timeout: 10_000 }, (res) => {
       let body = '';
       res.setEncoding('utf8');
       res.on('data', (chunk: string) => (body += chunk));
       res.on('end', () =>
-        res.statusCode === 200 ? resolve(body) : reject(new Error(`${apiPath}: ${res.statusCode} ${body}`)),
+        res.statusCode === 200
+          ? resolve(JSON.parse(body) as T)
+          : reject(new Error(`${apiPath}: ${res.statusCode} ${body}`)),
       );
     });
     req.on('timeout', () => req.destroy(new Error(`${apiPath}: no answer`)));
@@ -28,22 +31,39 @@ function engineGet(apiPath: string): Promise<string> {
   });
 }
 
-/** GET on the engine's API: JSON. */
-export async function engine<T>(apiPath: string): Promise<T> {
-  return JSON.parse(await engineGet(apiPath)) as T;
-}
-
-/** Why the compose tests cannot run here, or undefined when they can. */
-export async function whyNoEngine(): Promise<string | undefined> {
+/** Why the compose tests cannot run here, or undefined when they can; asked once, as the file loads. */
+export const noEngineReason: string | undefined = (() => {
   if (spawnSync('docker-compose', ['version'], { stdio: 'ignore' }).status !== 0) {
     return 'docker-compose is not installed (deploy/podman/engine.sh installs it)';
   }
-  try {
-    await engineGet('/_ping');
-    return undefined;
-  } catch {
+  const ping = `require('http').get({ socketPath: ${JSON.stringify(SOCKET)}, path: '/_ping' }, (res) => process.exit(res.statusCode === 200 ? 0 : 1)).on('error', () => process.exit(1))`;
+  if (spawnSync(process.execPath, ['-e', ping], { timeout: 10_000 }).status !== 0) {
     return `no container engine answers on ${SOCKET} (deploy/podman/engine.sh starts podman's)`;
   }
+  return undefined;
+})();
+
+export interface StartedStack {
+  stack: Stack;
+  /** The published port: the API, or nginx in front of it. */
+  baseUrl: string;
+  /** Every container once all were healthy. */
+  healthy: Container[];
+}
+
+/**
+ * Builds the service's image, then starts `file` on a free API_PORT with the images the
+ * environment names, and waits until every health check passes; logs how long that took.
+ */
+export async function startStack(file: string): Promise<StartedStack> {
+  const port = await freePort();
+  const stack = new Stack(file, { ...imagesFromEnvironment(), API_PORT: String(port) });
+  await stack.compose(['build'], { env: stack.env, timeoutMs: 600_000 });
+  const started = Date.now();
+  await stack.up();
+  const healthy = await stack.waitHealthy();
+  console.log(`${file}: from up to healthy in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  return { stack, baseUrl: `http://127.0.0.1:${port}`, healthy };
 }
 
 async function volumeNames(): Promise<string[]> {
@@ -175,7 +195,7 @@ export async function apiClient(baseUrl: string) {
 }
 
 /** The images `up` is given: the stand-ins where the environment names them (deploy/podman/stand-ins.env). */
-export function imagesFromEnvironment(): Record<string, string> {
+function imagesFromEnvironment(): Record<string, string> {
   const names = ['POSTGRES_IMAGE', 'NODE_IMAGE', 'NGINX_IMAGE', 'PGBOUNCER_IMAGE'];
   return Object.fromEntries(names.flatMap((name) => (process.env[name] ? [[name, process.env[name]]] : [])));
 }
