@@ -7,8 +7,10 @@
 #   app_db_password        the service's role, read by PostgreSQL's init script and PgBouncer,
 #   replication_password   and the replica's role, read by PostgreSQL's init script and the replica;
 #                          those run as the postgres user, whose uid differs between images (0444)
-#   jwt_secret, pgpass     the service's signing secret and its database passwords (libpq's
-#                          password file), for the service's user, node, uid 1000 (0400)
+#   jwt_secret, database_url, database_direct_url[, database_replica_url]
+#                          the service's signing secret and connection strings, for its user,
+#                          node, uid 1000 (0400). Their hosts: DATABASE_HOST (where queries go:
+#                          db, or pgbouncer) and REPLICA_HOST (none: no replica), from compose.
 set -eu
 umask 077
 cd /secrets
@@ -24,10 +26,20 @@ make_secret() {
 for name in postgres_password app_db_password replication_password jwt_secret; do
   make_secret "$name"
 done
-printf '*:*:*:postgres:%s\n*:*:*:bike_catalog:%s\n' "$(cat postgres_password)" "$(cat app_db_password)" > pgpass
+# Hex needs no escaping in a connection string: the files are the URLs the service reads.
+app_url="postgresql://bike_catalog:$(cat app_db_password)"
+printf '%s@%s:5432/bikes\n' "$app_url" "$DATABASE_HOST" > database_url
+printf 'postgresql://postgres:%s@db:5432/bikes\n' "$(cat postgres_password)" > database_direct_url
+service_files="jwt_secret database_url database_direct_url"
+if [ -n "${REPLICA_HOST:-}" ]; then
+  printf '%s@%s:5432/bikes\n' "$app_url" "$REPLICA_HOST" > database_replica_url
+  service_files="$service_files database_replica_url"
+fi
 
 chown 0:0 postgres_password app_db_password replication_password
 chmod 0400 postgres_password
 chmod 0444 app_db_password replication_password
-chown 1000:1000 jwt_secret pgpass
-chmod 0400 jwt_secret pgpass
+# shellcheck disable=SC2086 # a list of file names
+chown 1000:1000 $service_files
+# shellcheck disable=SC2086
+chmod 0400 $service_files

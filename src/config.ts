@@ -53,16 +53,20 @@ function portNumber(name: string, text: string): number {
   return Number(text);
 }
 
-/** JWT_SECRET, or the contents of the file JWT_SECRET_FILE names (without its final newline); not both. */
-function signingSecret(env: NodeJS.ProcessEnv): string | undefined {
-  const given = nonEmpty(env.JWT_SECRET);
-  const file = nonEmpty(env.JWT_SECRET_FILE);
+/**
+ * NAME, or the contents of the file NAME_FILE names (without its final newline); not both. For
+ * the settings that hold a secret (the signing secret, connection strings with their passwords),
+ * so that it need not be in a process's or a container's environment.
+ */
+function settingOrFile(env: NodeJS.ProcessEnv, name: string): string | undefined {
+  const given = nonEmpty(env[name]);
+  const file = nonEmpty(env[`${name}_FILE`]);
   if (file === undefined) return given;
-  if (given !== undefined) throw new ConfigError('JWT_SECRET and JWT_SECRET_FILE are both set: set one of them');
+  if (given !== undefined) throw new ConfigError(`${name} and ${name}_FILE are both set: set one of them`);
   try {
     return nonEmpty(fs.readFileSync(file, 'utf8').replace(/\r?\n$/, ''));
   } catch (err) {
-    throw new ConfigError(`JWT_SECRET_FILE: cannot read ${file} (${(err as NodeJS.ErrnoException).code})`);
+    throw new ConfigError(`${name}_FILE: cannot read ${file} (${(err as NodeJS.ErrnoException).code})`);
   }
 }
 
@@ -88,7 +92,7 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env, { signsTokens =
   const metricsPort = metricsPortText === undefined ? undefined : portNumber('METRICS_PORT', metricsPortText);
   const [databaseUrl, directUrl, replicaUrl] = ['DATABASE_URL', 'DATABASE_DIRECT_URL', 'DATABASE_REPLICA_URL'].map(
     (name) => {
-      const url = nonEmpty(env[name]);
+      const url = settingOrFile(env, name);
       if (url !== undefined && !/^postgres(ql)?:\/\//.test(url)) {
         throw new ConfigError(`${name} must be a postgresql:// connection string`);
       }
@@ -98,7 +102,7 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env, { signsTokens =
   if (databaseUrl === undefined && (directUrl ?? replicaUrl) !== undefined) {
     throw new ConfigError('DATABASE_DIRECT_URL and DATABASE_REPLICA_URL go with DATABASE_URL, which is not set');
   }
-  const jwtSecret = signingSecret(env);
+  const jwtSecret = settingOrFile(env, 'JWT_SECRET');
   if (signsTokens && jwtSecret !== undefined) checkSecretStrength(jwtSecret);
   if (signsTokens && databaseUrl !== undefined && jwtSecret === undefined) {
     throw new ConfigError(

@@ -126,6 +126,28 @@ describe('the service on an external database (DATABASE_URL)', () => {
       expect((await svc.exited).code).toBe(0);
     }
   });
+
+  it('reads DATABASE_URL and JWT_SECRET from the files DATABASE_URL_FILE and JWT_SECRET_FILE name', async () => {
+    const dir = tempDataDir('setting-files');
+    const databaseUrl = await createTestDatabase();
+    fs.writeFileSync(path.join(dir, 'database_url'), `${databaseUrl}\n`, { mode: 0o600 });
+    fs.writeFileSync(path.join(dir, 'jwt_secret'), 'a-secret-in-a-file-for-the-external-db-0123\n', { mode: 0o600 });
+    const svc = await spawnService({
+      DATABASE_URL_FILE: path.join(dir, 'database_url'),
+      JWT_SECRET_FILE: path.join(dir, 'jwt_secret'),
+    });
+    try {
+      const created = await fetch(`${svc.baseUrl}/api/user`, { method: 'POST' });
+      const { token } = (await created.json()) as { token: string };
+      expect(jwt.verify(token, 'a-secret-in-a-file-for-the-external-db-0123', { algorithms: ['HS256'] })).toBeTruthy();
+      expect((await fetch(`${svc.baseUrl}/bikes/all`)).status).toBe(200);
+      expect(svc.output()).not.toContain(databaseUrl);
+    } finally {
+      svc.child.kill('SIGTERM');
+      expect((await svc.exited).code).toBe(0);
+      fs.rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });
 
 describe('the service when its embedded database cannot start', () => {

@@ -84,6 +84,7 @@ if (noEngineReason) console.log(`simple.compose.ts skipped: ${noEngineReason}`);
     expect(ps).toMatch(/_db_1 .*Up .*\(healthy\)/);
     const logs = await started.stack.compose(['logs', '--no-color', 'api']);
     expect(logs).toContain('listening on http://localhost:3000');
+    expect(logs).not.toContain('Warning');
     await started.stack.compose(['down', '-v']);
     expect(await started.stack.leftovers()).toEqual([]);
   }, 120_000);

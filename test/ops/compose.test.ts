@@ -49,20 +49,18 @@ describe.each(FILES)('%s', (file) => {
   it('gives no service a secret in its configuration: passwords and the signing secret come from files', () => {
     for (const [name, service] of Object.entries(stack.services)) {
       for (const [variable, value] of Object.entries(service.environment ?? {})) {
-        expect({ name, variable, secret: /PASSWORD$|SECRET$/.test(variable) }).toEqual({
+        expect({ name, variable, secret: /PASSWORD$|SECRET$|_URL$/.test(variable) }).toEqual({
           name,
           variable,
           secret: false,
         });
-        // A connection string names its role, never a password.
-        expect(String(value)).not.toMatch(/^postgres(ql)?:\/\/[^@/]*:[^@/]*@/);
+        expect(String(value)).not.toMatch(/^postgres(ql)?:\/\//);
       }
     }
     expect(stack.services.api.environment).toMatchObject({
       JWT_SECRET_FILE: '/secrets/jwt_secret',
-      PGPASSFILE: '/secrets/pgpass',
-      DATABASE_URL: expect.stringMatching(/^postgresql:\/\/bike_catalog@/),
-      DATABASE_DIRECT_URL: expect.stringMatching(/^postgresql:\/\/postgres@db:/),
+      DATABASE_URL_FILE: '/secrets/database_url',
+      DATABASE_DIRECT_URL_FILE: '/secrets/database_direct_url',
     });
   });
 
@@ -95,7 +93,8 @@ describe('the scaled stack', () => {
       });
     }
     expect(Object.keys(scaled.services.api.depends_on ?? {}).sort()).toEqual(['db', 'pgbouncer']);
-    expect(scaled.services.api.environment?.DATABASE_REPLICA_URL).toMatch(/^postgresql:\/\/bike_catalog@replica:/);
+    expect(scaled.services.api.environment?.DATABASE_REPLICA_URL_FILE).toBe('/secrets/database_replica_url');
+    expect(scaled.services.secrets.environment).toEqual({ DATABASE_HOST: 'pgbouncer', REPLICA_HOST: 'replica' });
     // Healthy only while it streams, not merely while it answers.
     expect(scaled.services.replica.healthcheck?.test.join(' ')).toContain('pg_stat_wal_receiver');
   });
