@@ -2,8 +2,8 @@
 # Builds, on this machine's podman, the images that stand in for the official ones where no
 # registry can be reached: a Debian base from Debian's mirror (debootstrap), then postgres, node,
 # nginx and pgbouncer on it (deploy/podman/images/). An image already built from the same files is
-# kept. Prints the variables that make the compose files and the tests use them
-# (deploy/podman/stand-ins.env). Run as root after deploy/podman/engine.sh.
+# kept. deploy/podman/stand-ins.env names them, in the variables the compose files and the tests
+# read. Run as root after deploy/podman/engine.sh.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 # shellcheck source=stand-ins.env
@@ -23,14 +23,21 @@ build() {
     -f "$context/Containerfile" "$context" > /dev/null
 }
 
+# Private working directories (mktemp -d), removed however the script ends.
+work=""
+node_context=""
+trap 'rm -rf "$work" "$node_context"' EXIT
+
 if ! podman image exists "$BASE_IMAGE"; then
   echo "$BASE_IMAGE: debootstrap"
-  root="$(mktemp -d)"
-  trap 'rm -rf "$root"' EXIT
-  debootstrap --variant=minbase bookworm "$root" > "$root.log" 2>&1 || { cat "$root.log"; exit 1; }
-  rm -f "$root.log"
-  rm -rf "$root"/var/cache/apt/archives/*.deb
-  tar -C "$root" -c . | podman import --quiet - "$BASE_IMAGE" > /dev/null
+  # The tree and its log inside one private directory: nothing at a name another user could guess.
+  work="$(mktemp -d)"
+  debootstrap --variant=minbase bookworm "$work/root" > "$work/debootstrap.log" 2>&1 || {
+    cat "$work/debootstrap.log"
+    exit 1
+  }
+  rm -rf "$work"/root/var/cache/apt/archives/*.deb
+  tar -C "$work/root" -c . | podman import --quiet - "$BASE_IMAGE" > /dev/null
 fi
 
 build "$POSTGRES_IMAGE" "$here/images/postgres"
@@ -50,4 +57,3 @@ cp /etc/ssl/certs/ca-certificates.crt "$node_context/"
   rm ./*.tgz
 )
 build "$NODE_IMAGE" "$node_context"
-rm -rf "$node_context"
