@@ -10,7 +10,7 @@ import { freePort } from '../support/process';
  * API here, see deploy/podman/), by a real compose implementation (docker-compose).
  */
 
-export const ROOT = path.join(__dirname, '..', '..');
+const ROOT = path.join(__dirname, '..', '..');
 const SOCKET = (process.env.DOCKER_HOST ?? 'unix:///var/run/docker.sock').replace(/^unix:\/\//, '');
 
 /** GET on the engine's API: JSON of a 200. */
