@@ -51,30 +51,24 @@ describe('the service on its embedded database', () => {
     expect(output).not.toContain(token);
   });
 
-  it('signs with JWT_SECRET when one is given', async () => {
-    const secret = 'a-secret-given-by-the-operator-0123456789';
-    const svc = await spawnService({ DATA_DIR: dataDir, JWT_SECRET: secret });
+  const SECRET = 'a-secret-given-by-the-operator-0123456789';
+  it.each([
+    ['JWT_SECRET', () => ({ JWT_SECRET: SECRET })],
+    [
+      'JWT_SECRET_FILE, read without its final newline',
+      () => {
+        const file = path.join(dataDir, 'given-secret');
+        fs.writeFileSync(file, `${SECRET}\n`, { mode: 0o600 });
+        return { JWT_SECRET_FILE: file };
+      },
+    ],
+  ])('signs with the secret given in %s', async (_how, given) => {
+    const svc = await spawnService({ DATA_DIR: dataDir, ...given() });
     try {
       const res = await fetch(`${svc.baseUrl}/api/user`, { method: 'POST' });
       const { token } = (await res.json()) as { token: string };
-      expect(jwt.verify(token, secret, { algorithms: ['HS256'] })).toBeTruthy();
-      expect(svc.output()).not.toContain(secret);
-    } finally {
-      svc.child.kill('SIGTERM');
-      await svc.exited;
-    }
-  });
-
-  it('signs with the secret in JWT_SECRET_FILE, read without its final newline', async () => {
-    const secret = 'a-secret-kept-in-a-file-by-the-operator-0123456789';
-    const file = path.join(dataDir, 'given-secret');
-    fs.writeFileSync(file, `${secret}\n`, { mode: 0o600 });
-    const svc = await spawnService({ DATA_DIR: dataDir, JWT_SECRET_FILE: file });
-    try {
-      const res = await fetch(`${svc.baseUrl}/api/user`, { method: 'POST' });
-      const { token } = (await res.json()) as { token: string };
-      expect(jwt.verify(token, secret, { algorithms: ['HS256'] })).toBeTruthy();
-      expect(svc.output()).not.toContain(secret);
+      expect(jwt.verify(token, SECRET, { algorithms: ['HS256'] })).toBeTruthy();
+      expect(svc.output()).not.toContain(SECRET);
     } finally {
       svc.child.kill('SIGTERM');
       await svc.exited;
