@@ -36,6 +36,19 @@ async function token(baseUrl: string): Promise<string> {
   return ((await res.json()) as { token: string }).token;
 }
 
+/** POST /bikes/ with a token, as a page on APP_ORIGIN sends it. */
+async function createFromApp(baseUrl: string, body: unknown): Promise<Response> {
+  return fetch(`${baseUrl}/bikes/`, {
+    method: 'POST',
+    headers: {
+      origin: APP_ORIGIN,
+      authorization: `Bearer ${await token(baseUrl)}`,
+      'content-type': 'application/json',
+    },
+    body: JSON.stringify(body),
+  });
+}
+
 function corsHeaders(res: Response): Record<string, string> {
   return Object.fromEntries([...res.headers].filter(([name]) => name.startsWith('access-control-')));
 }
@@ -82,15 +95,7 @@ describe('CORS when CORS_ORIGIN names one origin', () => {
   });
 
   it('when that origin then sends the write with a token, it answers 200 and exposes X-Request-Id to the page', async () => {
-    const res = await fetch(`${svc.baseUrl}/bikes/`, {
-      method: 'POST',
-      headers: {
-        origin: APP_ORIGIN,
-        authorization: `Bearer ${await token(svc.baseUrl)}`,
-        'content-type': 'application/json',
-      },
-      body: JSON.stringify(newBike()),
-    });
+    const res = await createFromApp(svc.baseUrl, newBike());
     expect(res.status).toBe(200);
     expect(corsHeaders(res)).toEqual({
       'access-control-allow-origin': APP_ORIGIN,
@@ -105,15 +110,7 @@ describe('CORS when CORS_ORIGIN names one origin', () => {
   });
 
   it('when that origin gets a 400, the page may read which field failed: X-Invalid-Field is exposed', async () => {
-    const res = await fetch(`${svc.baseUrl}/bikes/`, {
-      method: 'POST',
-      headers: {
-        origin: APP_ORIGIN,
-        authorization: `Bearer ${await token(svc.baseUrl)}`,
-        'content-type': 'application/json',
-      },
-      body: JSON.stringify({ ...newBike(), totalInventory: '5' }),
-    });
+    const res = await createFromApp(svc.baseUrl, { ...newBike(), totalInventory: '5' });
     expect(res.status).toBe(400);
     expect(await res.text()).toBe('Bad Request');
     expect(res.headers.get('x-invalid-field')).toBe('totalInventory');
