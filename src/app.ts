@@ -3,8 +3,7 @@ import type { Tokens } from './auth/tokens';
 import type { BikeRepository } from './bikes/repository';
 import { API_ROUTES } from './http/api-routes';
 import { bikeHandlers } from './http/bike-handlers';
-import { compression } from './http/compression';
-import { entityTags, writePrecondition } from './http/conditional';
+import { entityTags, parseTagCondition } from './http/conditional';
 import { cors } from './http/cors';
 import { docsRouter } from './http/docs-router';
 import { errorHandler } from './http/errors';
@@ -13,7 +12,8 @@ import { healthRouter, metricsRouter } from './http/health-router';
 import { methodNotAllowed } from './http/method-not-allowed';
 import { requestLog } from './http/request-log';
 import { requestMetrics } from './http/request-metrics';
-import { routerOf } from './http/route';
+import { representation } from './http/representation';
+import { corsHeadersOf, routerOf } from './http/route';
 import { tokenHandlers } from './http/token-handlers';
 import type { Logger } from './logger';
 import type { AbuseLimits } from './http/limits';
@@ -23,15 +23,15 @@ export interface AppDeps {
   bikes: BikeRepository;
   /** Reads from the primary, for a client that must read its own writes. */
   bikesOnPrimary: BikeRepository;
-  /** This catalog's identity (catalogIdentity), part of every ETag. */
-  catalogId: string;
+  /** This catalog's identity as it is now (catalog-identity.ts), part of every ETag. */
+  catalogIdentity: () => string;
   tokens: Tokens;
   logger: Logger;
   /** GET /readyz answers with this. */
   readiness: () => Promise<Readiness>;
   /** CORS_ORIGIN: CORS is off when unset. */
   corsOrigin?: string;
-  /** The abuse limits (rule 28). */
+  /** The abuse limits (docs/decisions.md#abuse-limits). */
   limits: AbuseLimits;
   /** TRUST_PROXY: the client's address comes from X-Forwarded-For. */
   trustProxy?: boolean;
@@ -43,7 +43,7 @@ export interface AppDeps {
 export function createApp({
   bikes,
   bikesOnPrimary,
-  catalogId,
+  catalogIdentity,
   tokens,
   logger,
   readiness,
@@ -63,22 +63,27 @@ export function createApp({
 
   app.use(requestLog(logger));
   app.use(requestMetrics());
-  // Outside the error middleware, so error responses carry the CORS headers too.
-  const corsMiddleware = cors(corsOrigin);
+  // Outside the error middleware, so error responses carry the CORS headers too; what it allows
+  // and exposes is what the routes declare.
+  const corsMiddleware = cors(corsOrigin, corsHeadersOf(API_ROUTES));
   if (corsMiddleware) app.use(corsMiddleware);
-  app.use(compression());
+  app.use(representation());
   app.use(errorHandler(logger));
   app.use(methodNotAllowed());
-  const { versionOf } = entityTags(catalogId);
+  const tags = entityTags(catalogIdentity);
   const routers = [
     routerOf(
       API_ROUTES,
-      { ...bikeHandlers(bikes, bikesOnPrimary, catalogId), ...tokenHandlers(tokens) },
+      { ...bikeHandlers(bikes, bikesOnPrimary, tags), ...tokenHandlers(tokens) },
       {
         tokens,
-        // Checked on the primary, as the writes are.
-        bikeVersion: async (id) => (await bikesOnPrimary.findById(id))?.version ?? null,
-        precondition: (ctx) => writePrecondition(ctx, versionOf),
+        // Looked at on the primary, as the writes are.
+        currentState: async (id) => (await bikesOnPrimary.current(id))?.state ?? null,
+        conditions: (ctx) =>
+          tags.conditionsOf({
+            ifMatch: parseTagCondition(ctx.req.headers['if-match']),
+            ifNoneMatch: parseTagCondition(ctx.req.headers['if-none-match']),
+          }),
         limits,
       },
     ),

@@ -7,9 +7,9 @@ import { createTokens } from './auth/tokens';
 import { createBikeRepository } from './bikes/repository';
 import { type Config, ConfigError, readConfig } from './config';
 import { isDatabaseUnavailable } from './db/errors';
+import { watchCatalogIdentity } from './db/catalog-identity';
 import { prepareDatabase } from './db/migrate';
-import { connectPool } from './db/pool';
-import { createPrismaClient } from './db/prisma';
+import { connectPool, queryOn, type ServicePool } from './db/pool';
 import { databaseReadiness } from './db/readiness';
 import { rateLimiter } from './db/rate-limits';
 import { replicaReads } from './db/replica';
@@ -38,12 +38,13 @@ export interface Service {
   stop(): Promise<void>;
 }
 
-/** Prepares the database (prepareDatabase) once it answers; returns the catalog's identity. */
-async function prepareWhenReachable(server: DatabaseServer, logger: Logger): Promise<string> {
+/** Prepares the database (prepareDatabase) once it answers. */
+async function prepareWhenReachable(server: DatabaseServer, logger: Logger): Promise<void> {
   const deadline = Date.now() + DATABASE_WAIT_MS;
   for (;;) {
     try {
-      return (await prepareDatabase(server, (message) => logger.info(message))).catalogId;
+      await prepareDatabase(server, (message) => logger.info(message));
+      return;
     } catch (err) {
       if (!isDatabaseUnavailable(err) || Date.now() > deadline) throw err;
       logger.warn('database not reachable yet, retrying');
@@ -62,7 +63,7 @@ async function closeWithin(pool: Pool, logger: Logger): Promise<void> {
 
 export async function startService(config: Config, logger: Logger): Promise<Service> {
   const databaseServer = await openDatabaseServer(config, logger);
-  const pools: Pool[] = [];
+  const pools: ServicePool[] = [];
   const connect = (name: string, url: string) => {
     const pool = connectPool(url, (err) => logger.warn({ err: err.message, pool: name }, 'database connection lost'));
     watchPool(name, pool);
@@ -74,23 +75,26 @@ export async function startService(config: Config, logger: Logger): Promise<Serv
     const jwtSecret = config.jwtSecret ?? loadOrCreateSecret(config.dataDir);
     // Each migration takes its lock inside its own transaction, so directUrl may be a transaction
     // pooler too; it is DATABASE_DIRECT_URL only when that is set (a role with more rights).
-    const catalogId = await prepareWhenReachable(databaseServer, logger);
+    await prepareWhenReachable(databaseServer, logger);
     const primary = connect('primary', databaseServer.url);
     const replica = databaseServer.replicaUrl
       ? replicaReads(primary, connect('replica', databaseServer.replicaUrl))
       : undefined;
-    // One Prisma Client, for the writes, on the primary's pool: no second pool to size or drain.
-    const prisma = createPrismaClient(primary);
-    const bikesOnPrimary = createBikeRepository({ prisma, writes: primary });
+    const identity = await watchCatalogIdentity(queryOn(primary), () =>
+      logger.warn(
+        "the catalog's identity changed (a restore, a database made anew, a failover): ETags given before no longer match",
+      ),
+    );
+    const bikesOnPrimary = createBikeRepository({ writes: primary });
     // Idempotency keys past their lifetime go, every hour (rule 24); a failure waits for the next.
     const pruning = setInterval(() => {
       bikesOnPrimary.pruneIdempotencyKeys().catch((err: Error) => logger.warn({ err: err.message }, 'pruning failed'));
     }, PRUNE_EVERY_MS);
     pruning.unref();
     const app = createApp({
-      bikes: createBikeRepository({ prisma, writes: primary, reads: replica }),
+      bikes: createBikeRepository({ writes: primary, reads: replica }),
       bikesOnPrimary,
-      catalogId,
+      catalogIdentity: identity.current,
       tokens: createTokens(jwtSecret),
       logger,
       readiness: databaseReadiness(primary),
@@ -116,6 +120,7 @@ export async function startService(config: Config, logger: Logger): Promise<Serv
         clearInterval(pruning);
         await Promise.all([listener.close(SHUTDOWN_GRACE_MS), metricsListener?.close(SHUTDOWN_GRACE_MS)]);
         replica?.stop();
+        identity.stop();
         await closePools();
         await databaseServer.stop();
       },

@@ -5,10 +5,10 @@ import { kysely, param, prepare } from '../src/db/sql';
 import { createTestDatabase } from './support/databases';
 
 /**
- * A statement compiled once (src/db/sql.ts): each value is a typed parameter, checked against its
- * column when it compiles and the type `run` takes; a query with a value of its own is refused
- * when it is prepared, so no stand-in value can reach the database. The @ts-expect-error lines
- * are checked by `npm run typecheck`.
+ * A statement compiled once (src/db/sql.ts): each value is a named, typed parameter, checked
+ * against its column when it compiles and the type `run` takes; a query with a value of its own
+ * is refused when it is prepared, so no stand-in value can reach the database. The
+ * @ts-expect-error lines are checked by `npm run typecheck`.
  */
 describe('a statement compiled once', () => {
   let pool: Pool;
@@ -19,30 +19,47 @@ describe('a statement compiled once', () => {
   });
   afterAll(() => pool.end());
 
-  const slotsFrom = prepare([param<number>(1), param<number>(2)], (from, limit) =>
-    kysely.selectFrom('catalog_version_slots').select('slot').where('slot', '>=', from).orderBy('slot').limit(limit),
+  const slotsFrom = prepare({ from: param<number>(), limit: param<number>() }, (p) =>
+    kysely
+      .selectFrom('catalog_version_slots')
+      .select('slot')
+      .where('slot', '>=', p.from)
+      .orderBy('slot')
+      .limit(p.limit),
   );
 
-  it('has its parameters as $1, $2, ... and runs with the values given, in their order', async () => {
+  it('has its parameters as $1, $2, ... in the order they are listed, and runs with the values given by name', async () => {
     expect(slotsFrom.text).toBe(
       'select "slot" from "catalog_version_slots" where "slot" >= $1 order by "slot" limit $2',
     );
-    const rows: { slot: number }[] = await slotsFrom.run(onPool, 3, 2);
+    const rows: { slot: number }[] = await slotsFrom.run(onPool, { limit: 2, from: 3 });
     expect(rows).toEqual([{ slot: 3 }, { slot: 4 }]);
+  });
+
+  it('gives a parameter used twice one place', async () => {
+    const between = prepare({ bound: param<number>() }, (p) =>
+      kysely
+        .selectFrom('catalog_version_slots')
+        .select('slot')
+        .where('slot', '>=', p.bound)
+        .where('slot', '<=', p.bound),
+    );
+    expect(between.text).toBe('select "slot" from "catalog_version_slots" where "slot" >= $1 and "slot" <= $1');
+    expect(await between.run(onPool, { bound: 7 })).toEqual([{ slot: 7 }]);
   });
 
   it('does not compile with a value of another type or missing, a row of another type, or a parameter of another column type', () => {
     // Never called: each line is there to fail to compile (npm run typecheck).
     const misuses = () => [
       // @ts-expect-error -- a string where the parameter is a number
-      slotsFrom.run(onPool, '3', 2),
+      slotsFrom.run(onPool, { from: '3', limit: 2 }),
       // @ts-expect-error -- one value missing
-      slotsFrom.run(onPool, 3),
+      slotsFrom.run(onPool, { from: 3 }),
       // @ts-expect-error -- a row taken for another type than its query's
-      slotsFrom.run(onPool, 3, 2).then((rows): { slot: string }[] => rows),
-      prepare([param<string>(1)], (from) =>
+      slotsFrom.run(onPool, { from: 3, limit: 2 }).then((rows): { slot: string }[] => rows),
+      prepare({ from: param<string>() }, (p) =>
         // @ts-expect-error -- a string parameter compared with an integer column
-        kysely.selectFrom('catalog_version_slots').select('slot').where('slot', '>=', from),
+        kysely.selectFrom('catalog_version_slots').select('slot').where('slot', '>=', p.from),
       ),
     ];
     expect(misuses).toBeInstanceOf(Function);
@@ -50,15 +67,19 @@ describe('a statement compiled once', () => {
 
   it('refuses a query with a value of its own', () => {
     expect(() =>
-      prepare([], () => kysely.selectFrom('catalog_version_slots').select('slot').where('slot', '=', 3)),
+      prepare({}, () => kysely.selectFrom('catalog_version_slots').select('slot').where('slot', '=', 3)),
     ).toThrow(/must be its parameters/);
   });
 
-  it('refuses parameters out of order', () => {
+  it('refuses a parameter it lists but does not use, and one it uses but does not list', () => {
     expect(() =>
-      prepare([param<number>(2), param<number>(1)], (from, limit) =>
-        kysely.selectFrom('catalog_version_slots').select('slot').where('slot', '>=', from).limit(limit),
+      prepare({ from: param<number>(), unused: param<number>() }, (p) =>
+        kysely.selectFrom('catalog_version_slots').select('slot').where('slot', '>=', p.from),
       ),
-    ).toThrow(/must be its parameters/);
+    ).toThrow(/parameter unused is not used/);
+    const stray = param<number>();
+    expect(() =>
+      prepare({}, () => kysely.selectFrom('catalog_version_slots').select('slot').where('slot', '>=', stray)),
+    ).toThrow(/does not list/);
   });
 });

@@ -1,16 +1,15 @@
 import { sql } from 'kysely';
-import type { Pool } from 'pg';
-import { Prisma } from '../generated/prisma/client.ts';
-import type { PrismaClient } from '../db/prisma';
-import { poolReads, type Query, type Reads } from '../db/replica';
+import { type Query, type ServicePool, writeOn } from '../db/pool';
+import { poolReads, type Reads } from '../db/replica';
 import { kysely, param, prepare } from '../db/sql';
 import type { Bike, BikeFields, BikePatch } from './bike';
-import { BIKE_SELECT, type BikeModelFields, fromModelFields, toModelFields, toModelPatch } from './model';
+import { fromModelFields } from './model';
 
 /**
- * The catalog's storage, in Bike objects. Writes go through Prisma Client's model API; the hot
- * reads are SQL compiled once, checked against the table, on the same pool (docs/decisions.md,
- * Prisma Client).
+ * The catalog's storage, in Bike objects. Every read and every write is one SQL statement,
+ * compiled once (src/db/sql.ts) and checked against the tables prisma/schema.prisma defines; a
+ * write carries its preconditions in its own statement, so the happy path is one round trip
+ * (docs/decisions.md#prisma-client).
  */
 
 /** Rows per list or search batch: memory holds one batch at a time however large the catalog is. */
@@ -19,45 +18,353 @@ export const LIST_BATCH_SIZE = 250;
 /** Below every insertion sequence, so the first batch starts at the beginning. */
 const BEFORE_FIRST_SEQ = '-9223372036854775808';
 
+/**
+ * A state of a bike, `<version>.<xmin>`: its version (drawn from one sequence at every insert
+ * and, by a trigger, every update) and the transaction that wrote the row (PostgreSQL's own
+ * xmin, which no restore, copy or switched-off trigger can keep). Its strong ETag is made of it
+ * (docs/decisions.md#conditional-get).
+ */
+const STATE = sql<string>`(bikes.version::text || '.' || bikes.xmin::text)`;
+
 /** A bike's columns, each as its Prisma model field: rows read here map to bikes as Prisma's do. */
-const selectBikes = () =>
-  kysely
-    .selectFrom('bikes')
-    .select([
-      'id',
-      'handle',
-      'title',
-      'product_type as productType',
-      'created_at as createdAt',
-      'description',
-      'vendor',
-      'available_for_sale as availableForSale',
-      'total_inventory as totalInventory',
-      'min_price_amount as minPriceAmount',
-      'min_price_currency_code as minPriceCurrencyCode',
-      'max_price_amount as maxPriceAmount',
-      'max_price_currency_code as maxPriceCurrencyCode',
-      'version',
-    ]);
+const BIKE_COLUMNS = [
+  'bikes.id',
+  'bikes.handle',
+  'bikes.title',
+  'bikes.product_type as productType',
+  'bikes.created_at as createdAt',
+  'bikes.description',
+  'bikes.vendor',
+  'bikes.available_for_sale as availableForSale',
+  'bikes.total_inventory as totalInventory',
+  'bikes.min_price_amount as minPriceAmount',
+  'bikes.min_price_currency_code as minPriceCurrencyCode',
+  'bikes.max_price_amount as maxPriceAmount',
+  'bikes.max_price_currency_code as maxPriceCurrencyCode',
+] as const;
+
+/** A bike's columns and its state: what every single-bike read and every write returns. */
+const STORED_COLUMNS = [...BIKE_COLUMNS, STATE.as('state')] as const;
+
+/** The parameters of a bike's columns but its id. */
+const bikeParams = () => ({
+  handle: param<string>(),
+  title: param<string>(),
+  productType: param<string>(),
+  createdAt: param<string>(),
+  description: param<string>(),
+  vendor: param<string>(),
+  availableForSale: param<boolean>(),
+  totalInventory: param<number>(),
+  minPriceAmount: param<number>(),
+  minPriceCurrencyCode: param<string>(),
+  maxPriceAmount: param<number>(),
+  maxPriceCurrencyCode: param<string>(),
+});
+
+type BikeParams = ReturnType<typeof bikeParams>;
+
+/** The columns of a bike but its id, from its parameters. */
+const bikeColumns = (p: BikeParams) => ({
+  handle: p.handle,
+  title: p.title,
+  product_type: p.productType,
+  created_at: p.createdAt,
+  description: p.description,
+  vendor: p.vendor,
+  available_for_sale: p.availableForSale,
+  total_inventory: p.totalInventory,
+  min_price_amount: p.minPriceAmount,
+  min_price_currency_code: p.minPriceCurrencyCode,
+  max_price_amount: p.maxPriceAmount,
+  max_price_currency_code: p.maxPriceCurrencyCode,
+});
+
+/** A whole bike's values for `bikeParams`. */
+function bikeValues(handle: string, fields: BikeFields) {
+  const { minPrice, maxPrice } = fields.priceRange;
+  return {
+    handle,
+    title: fields.title,
+    productType: fields.productType,
+    createdAt: fields.createdAt,
+    description: fields.description,
+    vendor: fields.vendor,
+    availableForSale: fields.availableForSale,
+    totalInventory: fields.totalInventory,
+    minPriceAmount: minPrice.amount,
+    minPriceCurrencyCode: minPrice.currencyCode,
+    maxPriceAmount: maxPrice.amount,
+    maxPriceCurrencyCode: maxPrice.currencyCode,
+  };
+}
+
+/** The values of the fields a patch carries; null for each it leaves as it is. */
+function patchValues(patch: BikePatch) {
+  const { minPrice, maxPrice } = patch.priceRange ?? {};
+  return {
+    handle: patch.handle ?? null,
+    title: patch.title ?? null,
+    productType: patch.productType ?? null,
+    createdAt: patch.createdAt ?? null,
+    description: patch.description ?? null,
+    vendor: patch.vendor ?? null,
+    availableForSale: patch.availableForSale ?? null,
+    totalInventory: patch.totalInventory ?? null,
+    minPriceAmount: minPrice?.amount ?? null,
+    minPriceCurrencyCode: minPrice?.currencyCode ?? null,
+    maxPriceAmount: maxPrice?.amount ?? null,
+    maxPriceCurrencyCode: maxPrice?.currencyCode ?? null,
+  };
+}
+
+/** The parameters of a patch: each field's value, or null to leave it as it is. */
+const patchParams = () => ({
+  handle: param<string | null>(),
+  title: param<string | null>(),
+  productType: param<string | null>(),
+  createdAt: param<string | null>(),
+  description: param<string | null>(),
+  vendor: param<string | null>(),
+  availableForSale: param<boolean | null>(),
+  totalInventory: param<number | null>(),
+  minPriceAmount: param<number | null>(),
+  minPriceCurrencyCode: param<string | null>(),
+  maxPriceAmount: param<number | null>(),
+  maxPriceCurrencyCode: param<string | null>(),
+});
+
+/** The parameters of a write's preconditions: the states it may find the bike in, and may not (null: any). */
+const conditionParams = () => ({ ifMatch: param<string[] | null>(), ifNoneMatch: param<string[] | null>() });
+
+/**
+ * The bike's state is one If-Match allows and If-None-Match does not: `= ANY` of an empty list
+ * holds for no state, `<> ALL` of one for every state.
+ */
+const meets = ({ ifMatch, ifNoneMatch }: ReturnType<typeof conditionParams>) =>
+  sql<boolean>`(${ifMatch}::text[] IS NULL OR ${STATE} = ANY(${ifMatch}::text[]))
+           AND (${ifNoneMatch}::text[] IS NULL OR ${STATE} <> ALL(${ifNoneMatch}::text[]))`;
+
+/** The advisory lock space of idempotency keys: hashtextextended's seed, so other locks do not collide with it. */
+const IDEMPOTENCY_LOCK_SEED = 2_024_112_303;
+/** How long an Idempotency-Key is remembered (docs/decisions.md#idempotency-keys: at least 24 hours). */
+const IDEMPOTENCY_KEY_LIFETIME = '24 hours';
 
 export const statements = {
   /** On the primary key. */
-  byId: prepare([param<string>(1)], (id) => selectBikes().where('id', '=', id)),
+  byId: prepare({ id: param<string>() }, (p) =>
+    kysely.selectFrom('bikes').select(STORED_COLUMNS).where('id', '=', p.id),
+  ),
   /** On the hash index bikes_handle_idx (a b-tree cannot hold long handles): the oldest with that handle. */
-  firstByHandle: prepare([param<string>(1)], (handle) =>
-    selectBikes().where('handle', '=', handle).orderBy('seq').limit(sql.lit(1)),
+  firstByHandle: prepare({ handle: param<string>() }, (p) =>
+    kysely.selectFrom('bikes').select(STORED_COLUMNS).where('handle', '=', p.handle).orderBy('seq').limit(sql.lit(1)),
   ),
   /** Keyset pagination on bikes_seq_key: every batch is one index range scan. */
-  batch: prepare([param<string>(1), param<number>(2)], (after, limit) =>
-    selectBikes().select('seq').where('seq', '>', after).orderBy('seq').limit(limit),
+  batch: prepare({ after: param<string>(), limit: param<number>() }, (p) =>
+    kysely
+      .selectFrom('bikes')
+      .select(BIKE_COLUMNS)
+      .select('seq')
+      .where('seq', '>', p.after)
+      .orderBy('seq')
+      .limit(p.limit),
   ),
   /** The pattern is a LIKE constant ('%term%'), which the planner can match to the trigram index. */
-  titleBatch: prepare([param<string>(1), param<string>(2), param<number>(3)], (pattern, after, limit) =>
-    selectBikes().select('seq').where('title', 'like', pattern).where('seq', '>', after).orderBy('seq').limit(limit),
+  titleBatch: prepare({ pattern: param<string>(), after: param<string>(), limit: param<number>() }, (p) =>
+    kysely
+      .selectFrom('bikes')
+      .select(BIKE_COLUMNS)
+      .select('seq')
+      .where('title', 'like', p.pattern)
+      .where('seq', '>', p.after)
+      .orderBy('seq')
+      .limit(p.limit),
   ),
-  /** The sum of the version slots, which every committed change to bikes bumps: what the list ETags are made of. */
-  catalogVersion: prepare([], () =>
-    kysely.selectFrom('catalog_version_slots').select((eb) => eb.fn.sum<string>('version').as('version')),
+  /**
+   * What a list's ETag is made of (docs/decisions.md#conditional-get): the sum of the version
+   * slots, which every committed change to bikes bumps; the newest transaction that bumped one
+   * (a restore rewrites them all); and the triggers that keep them, each with whether it is on
+   * and the transaction that last changed it (switching one off and on again changes that).
+   */
+  listVersion: prepare({}, () =>
+    kysely.selectFrom('catalog_version_slots').select([
+      sql<string>`sum(version)::text`.as('version'),
+      sql<string>`max(xmin::text::bigint)::text`.as('touched'),
+      sql<string>`(SELECT string_agg(tgname || ':' || tgenabled::text || ':' || xmin::text, ',' ORDER BY tgname)
+                       FROM pg_trigger WHERE tgrelid = 'bikes'::regclass AND NOT tgisinternal)`.as('triggers'),
+    ]),
+  ),
+  insert: prepare({ id: param<string>(), ...bikeParams() }, (p) =>
+    kysely
+      .insertInto('bikes')
+      .values({ id: p.id, ...bikeColumns(p) })
+      .returning(STORED_COLUMNS),
+  ),
+  /**
+   * PUT without If-Match: one INSERT ... ON CONFLICT (id) DO UPDATE, so a replaced bike keeps its
+   * place (seq); under If-None-Match tags, the update only from another state.
+   */
+  upsert: prepare({ id: param<string>(), ...bikeParams(), ifNoneMatch: param<string[] | null>() }, (p) =>
+    kysely
+      .insertInto('bikes')
+      .values({ id: p.id, ...bikeColumns(p) })
+      .onConflict((conflict) =>
+        conflict
+          .column('id')
+          .doUpdateSet({ ...bikeColumns(p), updated_at: sql`now()` })
+          .where(sql<boolean>`(${p.ifNoneMatch}::text[] IS NULL OR ${STATE} <> ALL(${p.ifNoneMatch}::text[]))`),
+      )
+      .returning(STORED_COLUMNS),
+  ),
+  /** PUT with If-Match: only over a bike that is there, in a state the conditions allow. */
+  replace: prepare({ id: param<string>(), ...bikeParams(), ...conditionParams() }, (p) =>
+    kysely
+      .updateTable('bikes')
+      .set({ ...bikeColumns(p), updated_at: sql`now()` })
+      .where('id', '=', p.id)
+      .where(meets(p))
+      .returning(STORED_COLUMNS),
+  ),
+  /** PUT with If-None-Match: *: only where there is no bike (the primary key refuses the rest). */
+  insertOnly: prepare({ id: param<string>(), ...bikeParams() }, (p) =>
+    kysely
+      .insertInto('bikes')
+      .values({ id: p.id, ...bikeColumns(p) })
+      .onConflict((conflict) => conflict.column('id').doNothing())
+      .returning(STORED_COLUMNS),
+  ),
+  /**
+   * PATCH: the given columns, each null one as it is (no field of a bike can be null), so
+   * concurrent patches of other fields are kept: each SET reads the row as the update finds it.
+   */
+  patch: prepare({ id: param<string>(), ...patchParams(), ...conditionParams() }, (p) =>
+    kysely
+      .updateTable('bikes')
+      .set((eb) => ({
+        handle: eb.fn.coalesce(p.handle, 'bikes.handle'),
+        title: eb.fn.coalesce(p.title, 'bikes.title'),
+        product_type: eb.fn.coalesce(p.productType, 'bikes.product_type'),
+        created_at: eb.fn.coalesce(p.createdAt, 'bikes.created_at'),
+        description: eb.fn.coalesce(p.description, 'bikes.description'),
+        vendor: eb.fn.coalesce(p.vendor, 'bikes.vendor'),
+        available_for_sale: eb.fn.coalesce(p.availableForSale, 'bikes.available_for_sale'),
+        total_inventory: eb.fn.coalesce(p.totalInventory, 'bikes.total_inventory'),
+        min_price_amount: eb.fn.coalesce(p.minPriceAmount, 'bikes.min_price_amount'),
+        min_price_currency_code: eb.fn.coalesce(p.minPriceCurrencyCode, 'bikes.min_price_currency_code'),
+        max_price_amount: eb.fn.coalesce(p.maxPriceAmount, 'bikes.max_price_amount'),
+        max_price_currency_code: eb.fn.coalesce(p.maxPriceCurrencyCode, 'bikes.max_price_currency_code'),
+        updated_at: sql`now()`,
+      }))
+      .where('id', '=', p.id)
+      .where(meets(p))
+      .returning(STORED_COLUMNS),
+  ),
+  delete: prepare({ id: param<string>(), ...conditionParams() }, (p) =>
+    kysely.deleteFrom('bikes').where('id', '=', p.id).where(meets(p)).returning('bikes.id'),
+  ),
+  /**
+   * A create under an Idempotency-Key, in one statement (docs/decisions.md#idempotency-keys):
+   * the key's advisory lock, taken unless a request with this key is still running; the key
+   * claimed, when new or past its lifetime, with the version drawn for the bike and the
+   * transaction's id (the bike's xmin), so a replay answers with the ETag the create did; the
+   * bike inserted only when the key was claimed. It returns the bike created, or nothing: then
+   * the key was taken (`seenKey` tells by whom) or is being taken.
+   */
+  createOnce: prepare(
+    {
+      client: param<string>(),
+      key: param<string>(),
+      fingerprint: param<string>(),
+      response: param<string>(),
+      id: param<string>(),
+      ...bikeParams(),
+    },
+    (p) =>
+      kysely
+        .with(
+          (cte) => cte('lock').materialized(),
+          () =>
+            sql<{ free: boolean }>`(SELECT pg_try_advisory_xact_lock(
+              hashtextextended(${p.key}, hashtextextended(${p.client}, ${sql.lit(IDEMPOTENCY_LOCK_SEED)}))) AS free)`,
+        )
+        .with(
+          'claimed',
+          () => sql<{ bike_version: string }>`(
+            INSERT INTO idempotency_keys (client, key, fingerprint, bike_id, bike_version, bike_xmin, response)
+            SELECT ${p.client}, ${p.key}, ${p.fingerprint}, ${p.id}::uuid, nextval('bikes_version_seq'),
+                   pg_current_xact_id()::text::bigint % 4294967296, ${p.response}
+              FROM lock WHERE free
+            ON CONFLICT (client, key) DO UPDATE
+               SET fingerprint = excluded.fingerprint, bike_id = excluded.bike_id,
+                   bike_version = excluded.bike_version, bike_xmin = excluded.bike_xmin,
+                   response = excluded.response, created_at = now()
+             WHERE idempotency_keys.created_at < now() - ${sql.lit(IDEMPOTENCY_KEY_LIFETIME)}::interval
+            RETURNING bike_version)`,
+        )
+        .with('created', (db) =>
+          db
+            .insertInto('bikes')
+            .columns([
+              'id',
+              'handle',
+              'title',
+              'product_type',
+              'created_at',
+              'description',
+              'vendor',
+              'available_for_sale',
+              'total_inventory',
+              'min_price_amount',
+              'min_price_currency_code',
+              'max_price_amount',
+              'max_price_currency_code',
+              'version',
+            ])
+            .expression(
+              db
+                .selectFrom('claimed')
+                .select([
+                  p.id.as('id'),
+                  p.handle.as('handle'),
+                  p.title.as('title'),
+                  p.productType.as('product_type'),
+                  p.createdAt.as('created_at'),
+                  p.description.as('description'),
+                  p.vendor.as('vendor'),
+                  p.availableForSale.as('available_for_sale'),
+                  p.totalInventory.as('total_inventory'),
+                  p.minPriceAmount.as('min_price_amount'),
+                  p.minPriceCurrencyCode.as('min_price_currency_code'),
+                  p.maxPriceAmount.as('max_price_amount'),
+                  p.maxPriceCurrencyCode.as('max_price_currency_code'),
+                  'claimed.bike_version',
+                ]),
+            )
+            .returning(STORED_COLUMNS),
+        )
+        .selectFrom('created')
+        .selectAll(),
+  ),
+  /** An Idempotency-Key seen before: what it was used with, and the answer it got. */
+  seenKey: prepare({ client: param<string>(), key: param<string>() }, (p) =>
+    kysely
+      .selectFrom('idempotency_keys')
+      .select(['fingerprint', 'response', sql<string>`bike_version::text || '.' || bike_xmin::text`.as('state')])
+      .where('client', '=', p.client)
+      .where('key', '=', p.key),
+  ),
+  /** Keys past their lifetime, a bounded number at a time (the service prunes every hour). */
+  pruneKeys: prepare({ limit: param<number>() }, (p) =>
+    kysely.deleteFrom('idempotency_keys').where(({ eb, selectFrom }) =>
+      eb(
+        sql`(client, key)`,
+        'in',
+        selectFrom('idempotency_keys')
+          .select(sql`(client, key)`.as('k'))
+          .where('created_at', '<', sql<Date>`now() - ${sql.lit(IDEMPOTENCY_KEY_LIFETIME)}::interval`)
+          .limit(p.limit),
+      ),
+    ),
   ),
 };
 
@@ -66,266 +373,231 @@ function escapeLike(term: string): string {
   return term.replace(/[\\%_]/g, '\\$&');
 }
 
-export type BikeRepository = ReturnType<typeof createBikeRepository>;
-
-/** How long an Idempotency-Key is remembered (rule 24: at least 24 hours). */
-const IDEMPOTENCY_KEY_LIFETIME_MS = 24 * 60 * 60 * 1000;
-/** The advisory lock space of idempotency keys: hashtextextended's seed, so other locks do not collide with it. */
-const IDEMPOTENCY_LOCK_SEED = 2_024_112_303;
-
-/** A bike as stored, and its version: the state it is in (see the migration bike_row_versions). */
+/** A bike as stored, and its state (STATE): what its strong ETag names. */
 export interface StoredBike {
   bike: Bike;
-  version: string;
+  state: string;
 }
 
 /**
- * What a conditional write requires of the bike it writes (HTTP's If-Match and If-None-Match,
- * src/http/conditional.ts), checked in the statement that writes: `any`, no requirement; `exists`;
- * `absent`; `version`, the bike in one of these states.
+ * What a write requires of the bike it writes (HTTP's If-Match and If-None-Match, parsed in
+ * src/http/conditional.ts), in states of the bike: `any`, that it exists (If-Match) or does not
+ * (If-None-Match); otherwise one of `states`, or none of them.
  */
-export type Precondition =
-  { kind: 'any' } | { kind: 'exists' } | { kind: 'absent' } | { kind: 'version'; versions: string[] };
+export interface StateCondition {
+  any: boolean;
+  states: string[];
+}
 
-const ANY: Precondition = { kind: 'any' };
+export interface WriteConditions {
+  ifMatch?: StateCondition;
+  ifNoneMatch?: StateCondition;
+}
 
-/** The answer of a write whose precondition did not hold: nothing was written. */
+/**
+ * Whether a bike in `state` (null: there is none) meets the conditions (RFC 9110, 13.2.2: both
+ * are evaluated). The same rule the write statements carry (`meets`), for a look at the bike
+ * after a write that matched nothing, or before reading a body.
+ */
+export function holds({ ifMatch, ifNoneMatch }: WriteConditions, state: string | null): boolean {
+  if (ifMatch && (state === null || !(ifMatch.any || ifMatch.states.includes(state)))) return false;
+  if (ifNoneMatch && state !== null && (ifNoneMatch.any || ifNoneMatch.states.includes(state))) return false;
+  return true;
+}
+
+/** The answer of a write whose preconditions did not hold: nothing was written. */
 export const PRECONDITION_FAILED = 'precondition failed';
 
-/** Prisma's "no record found" for an update or a delete whose where matched no row. */
-const isRecordNotFound = (err: unknown) => err instanceof Prisma.PrismaClientKnownRequestError && err.code === 'P2025';
-/** Prisma's unique-constraint violation: an insert of an id that is taken. */
-const isTaken = (err: unknown) => err instanceof Prisma.PrismaClientKnownRequestError && err.code === 'P2002';
+/** A list of the states a condition allows (If-Match) or forbids (If-None-Match), for a statement; null when absent. */
+const statesParam = (condition: StateCondition | undefined) => (condition ? condition.states : null);
 
-/** The model's fields of a bike, and its version: what every write returns. */
-const STORED_SELECT = { ...BIKE_SELECT, version: true } as const;
+type StoredRow = Parameters<typeof fromModelFields>[0] & { state: string };
+const stored = (row: StoredRow): StoredBike => ({ bike: fromModelFields(row), state: row.state });
+const first = ([row]: StoredRow[]): StoredBike | null => (row ? stored(row) : null);
 
-const stored = (row: BikeModelFields & { version: bigint | string }): StoredBike => ({
-  bike: fromModelFields(row),
-  version: String(row.version),
-});
+export type BikeRepository = ReturnType<typeof createBikeRepository>;
 
-/** One INSERT ... RETURNING the bike and its version, by Prisma Client or inside one of its transactions. */
-async function insert(client: Pick<PrismaClient, 'bike'>, data: BikeModelFields): Promise<StoredBike> {
-  return stored(await client.bike.create({ data, select: STORED_SELECT }));
-}
-
-/** Whether a bike in `version` (null: there is none) meets the precondition. */
-export function holds(when: Precondition, version: string | null): boolean {
-  switch (when.kind) {
-    case 'any':
-      return true;
-    case 'exists':
-      return version !== null;
-    case 'absent':
-      return version === null;
-    case 'version':
-      return version !== null && when.versions.includes(version);
-  }
-}
-
-/** The versions a precondition allows, as Prisma's where filter (undefined: any). */
-function versionFilter(when: Precondition): { in: bigint[] } | undefined {
-  return when.kind === 'version' ? { in: when.versions.map((version) => BigInt(version)) } : undefined;
-}
+/** What a create under an Idempotency-Key came to. */
+export type CreateOnceOutcome =
+  | { kind: 'created'; stored: StoredBike }
+  | { kind: 'replay'; response: string; state: string }
+  | { kind: 'mismatch' }
+  | { kind: 'in-flight' };
 
 /**
- * Writes go through `prisma`, built on `writes`, the primary; reads to `reads`, which may be a
- * replica, or else the primary.
+ * Writes go to `writes`, the primary's pool (writeOn: a lost connection under a write is an
+ * unknown outcome, not a failure); reads to `reads`, which may be a replica, or else the primary.
  */
-export function createBikeRepository({
-  prisma,
-  writes,
-  reads = poolReads(writes),
-}: {
-  prisma: PrismaClient;
-  writes: Pool;
-  reads?: Reads;
-}) {
-  const onPrimary: Query = (text, values) => writes.query(text, values);
-  const first = ([row]: (BikeModelFields & { version: string })[]): StoredBike | null => (row ? stored(row) : null);
-  /** Whether the bike is there now, on the primary: what tells a missing bike from a failed precondition. */
-  const exists = async (id: string) => (await statements.byId.run(onPrimary, id)).length > 0;
+export function createBikeRepository({ writes, reads = poolReads(writes) }: { writes: ServicePool; reads?: Reads }) {
+  const write: Query = writeOn(writes);
+  const onPrimary = poolReads(writes).query;
+  /** The bike as it is now on the primary: what tells a missing bike from a failed precondition. */
+  const current = async (id: string) => first(await statements.byId.run(onPrimary, { id }));
+  /**
+   * Why a write of the bike matched no row: there is none (null), or, under conditions, they did
+   * not hold. Without conditions only a missing bike matches nothing.
+   */
+  const missedBecause = async (id: string, when: WriteConditions) =>
+    when.ifMatch || when.ifNoneMatch ? (await current(id)) && PRECONDITION_FAILED : null;
 
   return {
-    /** One INSERT ... RETURNING the bike's columns. */
+    current,
+
+    /** One INSERT ... RETURNING. */
     create: async (id: string, handle: string, fields: BikeFields): Promise<StoredBike> =>
-      insert(prisma, toModelFields({ id, handle, ...fields })),
+      stored((await statements.insert.run(write, { id, ...bikeValues(handle, fields) }))[0]),
 
     /**
-     * Creates the bike once for an Idempotency-Key (docs/decisions.md, rule 24), in one
-     * transaction that holds the key's advisory lock and writes the bike and the key together:
-     * a key seen before (within 24 hours) gives the answer it got (`replay`), or `mismatch` when
-     * its fields differ; a key whose first request is still running gives `in-flight`. A
-     * transaction that does not commit leaves neither, so its retry creates the bike.
+     * Creates the bike once for a client's Idempotency-Key (docs/decisions.md#idempotency-keys),
+     * in one statement: a key seen before (within 24 hours) gives the answer it got (`replay`),
+     * or `mismatch` when its fields differ; a key whose first request is still running gives
+     * `in-flight`. A statement that does not commit leaves neither key nor bike.
      */
     async createOnce(
-      key: string,
-      fingerprint: string,
+      request: { client: string; key: string; fingerprint: string; response: string },
       create: { id: string; handle: string; fields: BikeFields },
-    ): Promise<
-      | { kind: 'created'; stored: StoredBike }
-      | { kind: 'replay'; response: string; version: string }
-      | { kind: 'mismatch' }
-      | { kind: 'in-flight' }
-    > {
-      return prisma.$transaction(async (tx) => {
-        const [{ locked }] = await tx.$queryRaw<{ locked: boolean }[]>`
-          SELECT pg_try_advisory_xact_lock(hashtextextended(${key}, ${IDEMPOTENCY_LOCK_SEED})) AS locked`;
-        if (!locked) return { kind: 'in-flight' as const };
-        const seen = await tx.idempotencyKey.findUnique({ where: { key } });
-        if (seen && seen.createdAt.getTime() > Date.now() - IDEMPOTENCY_KEY_LIFETIME_MS) {
-          if (seen.fingerprint !== fingerprint) return { kind: 'mismatch' as const };
-          return { kind: 'replay' as const, response: seen.response, version: String(seen.bikeVersion) };
-        }
-        if (seen) await tx.idempotencyKey.delete({ where: { key } });
-        const created = await insert(tx, toModelFields({ id: create.id, handle: create.handle, ...create.fields }));
-        await tx.idempotencyKey.create({
-          data: {
-            key,
-            fingerprint,
-            bikeId: created.bike.id,
-            bikeVersion: BigInt(created.version),
-            response: JSON.stringify(created.bike),
-          },
-        });
-        return { kind: 'created' as const, stored: created };
+    ): Promise<CreateOnceOutcome> {
+      const [created] = await statements.createOnce.run(write, {
+        ...request,
+        id: create.id,
+        ...bikeValues(create.handle, create.fields),
       });
+      if (created) return { kind: 'created', stored: stored(created) };
+      // Not claimed: a key seen before, or one whose first request has not committed yet.
+      const [seen] = await statements.seenKey.run(write, { client: request.client, key: request.key });
+      if (!seen) return { kind: 'in-flight' };
+      if (seen.fingerprint !== request.fingerprint) return { kind: 'mismatch' };
+      return { kind: 'replay', response: seen.response, state: seen.state };
     },
 
-    /** Deletes the keys older than their lifetime (the service does it every hour). */
-    async pruneIdempotencyKeys(): Promise<number> {
-      const { count } = await prisma.idempotencyKey.deleteMany({
-        where: { createdAt: { lt: new Date(Date.now() - IDEMPOTENCY_KEY_LIFETIME_MS) } },
-      });
-      return count;
+    /** Deletes keys past their lifetime, at most `limit`; returns how many. */
+    async pruneIdempotencyKeys(limit = 10_000): Promise<number> {
+      return (await statements.pruneKeys.run(write, { limit })).length;
     },
 
     /** Set while the reads come from a replica because the primary cannot be reached (Reads.stale). */
     stale: () => reads.stale?.(),
 
-    findById: async (id: string) => first(await statements.byId.run(reads.query, id)),
+    findById: async (id: string) => first(await statements.byId.run(reads.query, { id })),
 
     async findFirstByHandle(handle: string): Promise<StoredBike | null> {
       // No stored string holds U+0000 (PostgreSQL text cannot), and as a parameter it is an error.
       if (handle.includes('\u0000')) return null;
-      return first(await statements.firstByHandle.run(reads.query, handle));
+      return first(await statements.firstByHandle.run(reads.query, { handle }));
     },
 
     /**
-     * Bikes oldest first, optionally only those whose title contains a term: the catalog's
-     * version, which every committed write changes, and the bikes in batches, all from one
-     * snapshot of one database (Reads.snapshot), so the version stands for exactly these rows.
-     * The version and the first two batches (all a response reads before its status) are read
-     * at once, so a replica that cannot serve them leaves the list to the primary; the rest as
-     * `batches` is iterated. `close` ends the snapshot
-     * early (a 304 reads no rows); iterating to the end, or stopping, ends it too.
+     * Bikes oldest first, optionally only those whose title contains a term, all from one
+     * snapshot of one database (Reads.snapshot). First `version`, what the list's ETag is made of:
+     * when `current` says the client's copy is of that version, no row is read (`current` is
+     * true). Otherwise the first batch is read too, still where a replica that fails leaves the
+     * list to the primary, and the rest as `batches` is iterated (from the same snapshot, which
+     * ends when it does, or with `close`).
      */
-    async list({ titleContains = '', batchSize = LIST_BATCH_SIZE } = {}) {
+    async list({
+      titleContains = '',
+      batchSize = LIST_BATCH_SIZE,
+      current = () => false,
+    }: { titleContains?: string; batchSize?: number; current?: (version: string[]) => boolean } = {}) {
       const pattern = titleContains ? `%${escapeLike(titleContains)}%` : undefined;
       const batchAfter = (query: Query, after: string) =>
         pattern === undefined
-          ? statements.batch.run(query, after, batchSize)
-          : statements.titleBatch.run(query, pattern, after, batchSize);
+          ? statements.batch.run(query, { after, limit: batchSize })
+          : statements.titleBatch.run(query, { pattern, after, limit: batchSize });
       const { begun, snapshot } = await reads.snapshot(async (query) => {
-        const [{ version }] = await statements.catalogVersion.run(query);
-        const first = await batchAfter(query, BEFORE_FIRST_SEQ);
-        const second = first.length < batchSize ? [] : await batchAfter(query, first[first.length - 1].seq);
-        return { version: String(version), head: [first, second] };
+        const [{ version, touched, triggers }] = await statements.listVersion.run(query, {});
+        const parts = [version, touched, triggers];
+        return { version: parts, first: current(parts) ? undefined : await batchAfter(query, BEFORE_FIRST_SEQ) };
       });
+      const { version, first } = begun;
+      if (first === undefined) await snapshot.close();
       async function* batches(): AsyncGenerator<Bike[]> {
         try {
-          let rows = begun.head[0];
-          for (const batch of begun.head) {
-            rows = batch;
+          let rows = first ?? [];
+          for (;;) {
             if (rows.length > 0) yield rows.map(fromModelFields);
             if (rows.length < batchSize) return;
-          }
-          for (;;) {
             // int8 comes back from pg as a string; it goes back as a parameter unchanged.
             rows = await batchAfter(snapshot.query, rows[rows.length - 1].seq);
-            if (rows.length > 0) yield rows.map(fromModelFields);
-            if (rows.length < batchSize) return;
           }
         } finally {
           await snapshot.close();
         }
       }
-      return { version: begun.version, batches: batches(), close: () => snapshot.close() };
+      return { version, current: first === undefined, batches: batches(), close: () => snapshot.close() };
     },
 
     /**
      * Stores the bike under `id`, replacing what was there but keeping its place (seq), or
-     * creating it: Prisma runs this upsert as one INSERT ... ON CONFLICT (id) DO UPDATE, and sets
-     * updatedAt (@updatedAt) either way. Under a precondition it is one UPDATE (the bike must be
-     * there, in one of the versions) or one INSERT (it must not be): the check and the write are
-     * one statement, so no other write comes between them, on this instance or another.
+     * creating it, in one statement whatever the conditions: without If-Match an upsert; with
+     * it an UPDATE of a bike in an allowed state; with If-None-Match: * an INSERT the primary key
+     * refuses when the bike is there. No other write comes between the check and the write.
      */
     async replace(
       id: string,
       handle: string,
       fields: BikeFields,
-      when: Precondition = ANY,
+      when: WriteConditions = {},
     ): Promise<StoredBike | typeof PRECONDITION_FAILED> {
-      const data = toModelFields({ id, handle, ...fields });
-      try {
-        switch (when.kind) {
-          case 'any':
-            return stored(
-              await prisma.bike.upsert({ where: { id }, create: data, update: data, select: STORED_SELECT }),
-            );
-          case 'absent':
-            return await insert(prisma, data);
-          default:
-            return stored(
-              await prisma.bike.update({ where: { id, version: versionFilter(when) }, data, select: STORED_SELECT }),
-            );
-        }
-      } catch (err) {
-        if (isRecordNotFound(err) || isTaken(err)) return PRECONDITION_FAILED;
-        throw err;
+      const bike = { id, ...bikeValues(handle, fields) };
+      const { ifMatch, ifNoneMatch } = when;
+      let rows: StoredRow[];
+      if (ifMatch && ifNoneMatch?.any) return PRECONDITION_FAILED; // a bike that both exists and does not
+      if (ifMatch) {
+        rows = await statements.replace.run(write, {
+          ...bike,
+          ifMatch: ifMatch.any ? null : ifMatch.states,
+          ifNoneMatch: statesParam(ifNoneMatch),
+        });
+      } else if (ifNoneMatch?.any) {
+        rows = await statements.insertOnly.run(write, bike);
+      } else {
+        rows = await statements.upsert.run(write, { ...bike, ifNoneMatch: statesParam(ifNoneMatch) });
       }
+      return first(rows) ?? PRECONDITION_FAILED;
     },
 
     /**
-     * Writes only the given fields (and updatedAt); null when there is no such bike. `update` is
-     * one UPDATE ... RETURNING, its precondition in its WHERE; a missing bike is Prisma's P2025,
-     * told apart from a failed precondition by a look at the bike afterwards (a missing bike is
-     * 404 whatever the precondition). The common case costs one round trip.
+     * Writes only the given fields (one UPDATE ... RETURNING, its conditions in its WHERE); null
+     * when there is no such bike, whatever the conditions. A patch that matched nothing is told
+     * apart by a look at the bike: the happy path costs one round trip.
      */
     async patch(
       id: string,
       patch: BikePatch,
-      when: Precondition = ANY,
+      when: WriteConditions = {},
     ): Promise<StoredBike | null | typeof PRECONDITION_FAILED> {
-      const data = toModelPatch(patch);
-      if (Object.values(data).every((value) => value === undefined)) {
-        // An empty patch writes nothing: the bike as it is, if the precondition holds.
-        const current = first(await statements.byId.run(onPrimary, id));
-        if (current === null) return null;
-        return holds(when, current.version) ? current : PRECONDITION_FAILED;
+      const values = patchValues(patch);
+      // An empty patch writes nothing: the bike as it is, if the conditions hold; so too one
+      // that can hold for no bike there (If-None-Match: *).
+      if (Object.values(values).every((value) => value === null) || when.ifNoneMatch?.any) {
+        return judged(await current(id), when);
       }
-      if (when.kind === 'absent') return (await exists(id)) ? PRECONDITION_FAILED : null;
-      try {
-        return stored(
-          await prisma.bike.update({ where: { id, version: versionFilter(when) }, data, select: STORED_SELECT }),
-        );
-      } catch (err) {
-        if (!isRecordNotFound(err)) throw err;
-        return when.kind === 'version' && (await exists(id)) ? PRECONDITION_FAILED : null;
-      }
+      const rows = await statements.patch.run(write, {
+        id,
+        ...values,
+        ifMatch: when.ifMatch?.any ? null : statesParam(when.ifMatch),
+        ifNoneMatch: statesParam(when.ifNoneMatch),
+      });
+      return first(rows) ?? (await missedBecause(id, when));
     },
 
-    /** False when there was no such bike (one DELETE ... RETURNING, its precondition in its WHERE). */
-    async delete(id: string, when: Precondition = ANY): Promise<boolean | typeof PRECONDITION_FAILED> {
-      if (when.kind === 'absent') return (await exists(id)) ? PRECONDITION_FAILED : false;
-      try {
-        await prisma.bike.delete({ where: { id, version: versionFilter(when) }, select: { id: true } });
-        return true;
-      } catch (err) {
-        if (!isRecordNotFound(err)) throw err;
-        return when.kind === 'version' && (await exists(id)) ? PRECONDITION_FAILED : false;
-      }
+    /** False when there was no such bike (one DELETE ... RETURNING, its conditions in its WHERE). */
+    async delete(id: string, when: WriteConditions = {}): Promise<boolean | typeof PRECONDITION_FAILED> {
+      if (when.ifNoneMatch?.any) return (await judged(await current(id), when)) === null ? false : PRECONDITION_FAILED;
+      const rows = await statements.delete.run(write, {
+        id,
+        ifMatch: when.ifMatch?.any ? null : statesParam(when.ifMatch),
+        ifNoneMatch: statesParam(when.ifNoneMatch),
+      });
+      if (rows.length > 0) return true;
+      return (await missedBecause(id, when)) === null ? false : PRECONDITION_FAILED;
     },
   };
+}
+
+/** A bike looked at (null: there is none) judged by the conditions: null when missing, the bike when they hold. */
+function judged(found: StoredBike | null, when: WriteConditions): StoredBike | null | typeof PRECONDITION_FAILED {
+  if (found === null) return null;
+  return holds(when, found.state) ? found : PRECONDITION_FAILED;
 }

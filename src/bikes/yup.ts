@@ -13,6 +13,11 @@ export type Checked<T> = { valid: true; value: T } | { valid: false; path: strin
  * neither checked, stored nor returned).
  */
 export function check<T>(schema: yup.Schema<T>, value: unknown): Checked<T> {
+  const description = describe(schema);
+  // An object of no fields takes any object as it is: nothing to validate (a route without input).
+  if (description.fields && Object.keys(description.fields).length === 0) {
+    return { valid: true, value: pick(description, value) as T };
+  }
   try {
     // Every failure, not the first one met: yup meets them in no fixed order, and lists them in the schema's.
     schema.validateSync(value, { strict: true, abortEarly: false });
@@ -20,7 +25,7 @@ export function check<T>(schema: yup.Schema<T>, value: unknown): Checked<T> {
     if (err instanceof yup.ValidationError) return { valid: false, path: (err.inner[0] ?? err).path ?? '' };
     throw err;
   }
-  return { valid: true, value: pick(describe(schema), value) as T };
+  return { valid: true, value: pick(description, value) as T };
 }
 
 /** `body` checked against `schema` (see check); undefined when it does not pass. */

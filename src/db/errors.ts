@@ -1,3 +1,5 @@
+import { ServerDownError } from './pool';
+
 /**
  * What a failed query means: "the database is not answering" (the request may succeed later:
  * 503), or "PostgreSQL refused a value the request carried" (the request is at fault), or
@@ -60,6 +62,7 @@ function factsOf(err: unknown): { codes: string[]; messages: string[] } {
 
 /** True when the error means "the database is not answering", as opposed to a bug. */
 export function isDatabaseUnavailable(err: unknown): boolean {
+  if (err instanceof ServerDownError) return true;
   const { codes, messages } = factsOf(err);
   return (
     codes.some(

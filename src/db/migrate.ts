@@ -2,7 +2,6 @@ import { createHash, randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { Client } from 'pg';
-import { catalogIdentity } from './catalog-identity';
 import { ROLE_SETTINGS } from './pool';
 
 /**
@@ -170,11 +169,27 @@ function roleOf(url: string): string {
 }
 
 /**
- * The service's role, as the tables' owner after every migration. When it is not the role that
- * migrates (the embedded database, the compose stacks), it may read and change the catalog's
- * tables and read which migrations are applied: nothing more. Whichever it is, PostgreSQL cuts
- * its statements off itself (ROLE_SETTINGS), in this database only; a migrator without the right
- * to set them (neither superuser nor CREATEROLE nor the role itself) leaves them to the operator.
+ * What the service's role may do, table by table, when it is not the role that migrates
+ * (docs/decisions.md#the-services-role): read and write the catalog and its own bookkeeping of
+ * requests, read the rest. It cannot change the schema, the triggers, the version counters
+ * (kept by triggers that run with their owner's rights) or the catalog's identity. Sequences:
+ * USAGE, for the defaults that draw from them, not the right to set them back.
+ */
+const SERVICE_ROLE_RIGHTS: Record<string, string> = {
+  bikes: 'SELECT, INSERT, UPDATE, DELETE',
+  idempotency_keys: 'SELECT, INSERT, UPDATE, DELETE',
+  rate_limits: 'SELECT, INSERT, UPDATE, DELETE',
+  catalog_version_slots: 'SELECT',
+  catalog_identity: 'SELECT',
+  _prisma_migrations: 'SELECT',
+};
+
+/**
+ * The service's role, after every migration: when it is not the role that migrates (the
+ * embedded database, the compose stacks), it gets exactly SERVICE_ROLE_RIGHTS. Whichever it is,
+ * PostgreSQL cuts its statements off itself (ROLE_SETTINGS), in this database only; a migrator
+ * without the right to set them (neither superuser nor CREATEROLE nor the role itself) leaves them
+ * to the operator, and says so.
  */
 async function configureServiceRole(client: Client, role: string, log: (message: string) => void): Promise<void> {
   const name = client.escapeIdentifier(role);
@@ -183,9 +198,12 @@ async function configureServiceRole(client: Client, role: string, log: (message:
   );
   const [{ me, db, version }] = rows;
   if (role !== me) {
-    await client.query(`GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO ${name}`);
-    await client.query(`GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA public TO ${name}`);
-    await client.query(`REVOKE INSERT, UPDATE, DELETE ON "_prisma_migrations" FROM ${name}`);
+    await client.query(`REVOKE ALL ON ALL TABLES IN SCHEMA public FROM ${name}`);
+    await client.query(`REVOKE ALL ON ALL SEQUENCES IN SCHEMA public FROM ${name}`);
+    for (const [table, rights] of Object.entries(SERVICE_ROLE_RIGHTS)) {
+      await client.query(`GRANT ${rights} ON ${client.escapeIdentifier(table)} TO ${name}`);
+    }
+    await client.query(`GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO ${name}`);
   }
   const settings = Object.entries(ROLE_SETTINGS).filter(([, { since }]) => version >= since);
   try {
@@ -200,30 +218,27 @@ async function configureServiceRole(client: Client, role: string, log: (message:
     await client.query('ROLLBACK TO SAVEPOINT role_settings');
     log(
       `warning: cannot set ${settings.map(([setting, { value }]) => `${setting} = '${value}'`).join(', ')} ` +
-        `for role ${role}; set them with ALTER ROLE, so that PostgreSQL cuts off a statement before the service gives up on it`,
+        `for role ${role}; set them with ALTER ROLE, so that PostgreSQL cuts off a statement before the service ` +
+        'gives up on it (until then more failed writes answer 504, outcome unknown, instead of 503)',
     );
   }
 }
 
 /**
  * What every start and every tool does first: the pending migrations, then, in one transaction
- * under the migrations' lock (instances starting at once would collide on the same catalog
- * rows), the service role's rights and settings and the catalog's identity (made anew on a
- * copy). Returns what was applied, and that identity.
+ * under the migrations' lock (instances starting at once would collide on the same grants), the
+ * service role's rights and settings. Returns what was applied.
  */
 export async function prepareDatabase(
   server: { directUrl: string; url: string },
   log: (message: string) => void,
-): Promise<{ applied: string[]; catalogId: string }> {
+): Promise<{ applied: string[] }> {
   const applied = await migrate(server.directUrl, log);
   const client = new Client({ connectionString: server.directUrl });
   await client.connect();
   try {
-    const catalogId = await underMigrationLock(client, async () => {
-      await configureServiceRole(client, roleOf(server.url), log);
-      return catalogIdentity(client);
-    });
-    return { applied, catalogId };
+    await underMigrationLock(client, () => configureServiceRole(client, roleOf(server.url), log));
+    return { applied };
   } finally {
     await client.end();
   }

@@ -1,16 +1,18 @@
 import net from 'node:net';
-import { Client, Pool, type PoolClient } from 'pg';
+import { setImmediate as afterPendingIo } from 'node:timers/promises';
+import { Client, DatabaseError, Pool, type PoolClient, type QueryResult, type QueryResultRow } from 'pg';
 import { withinTime } from '../timeout';
 
 /** A query stuck on a half-dead connection must not hold a request forever. */
 const QUERY_TIMEOUT_MS = 30_000;
 
 /**
- * Set on the service's role (in its database, at every start), so that they hold through any
+ * Set on the service's role (in its database, by the migrations), so that they hold through any
  * pooler: PostgreSQL itself cancels a statement that runs, or waits for a lock, too long, before
- * the pool gives up on it (QUERY_TIMEOUT_MS), and rolls its transaction back. A write answered
- * 503 for a timeout has therefore not committed, and never will. A statement whose client is
- * gone is cancelled too (PostgreSQL 14 and later). `since`: the server_version_num that has it.
+ * the pool gives up on it (QUERY_TIMEOUT_MS), and rolls its transaction back; so a write cut off
+ * by a timeout is one PostgreSQL reported, and the answer can say nothing was written. A
+ * statement whose client is gone is cancelled too (PostgreSQL 14 and later). `since`: the
+ * server_version_num that has it.
  */
 export const ROLE_SETTINGS = {
   statement_timeout: { value: '25s', since: 0 },
@@ -22,6 +24,13 @@ export interface PoolOptions {
   /** How long a query may run before its connection is closed; 30 s unless a test shortens it. */
   queryTimeoutMs?: number;
 }
+
+/**
+ * How long a request may wait for one of the pool's connections while the server answers: a busy
+ * service queues, it does not fail (docs/decisions.md#busy-is-not-down). While the server is
+ * down or hangs, requests fail at once instead (ServerWatch).
+ */
+const CONNECTION_WAIT_MS = 10_000;
 
 /** How long a cut-off waits for its cancel request to be taken. */
 const CANCEL_WAIT_MS = 1_000;
@@ -50,8 +59,9 @@ const CANCEL_REQUEST_CODE = 80877102;
 
 /**
  * Closes the connection of any client checked out for longer than the limit, which fails its
- * query ("Connection terminated", a 503) and lets the pool replace it. (pg's own query_timeout
- * keeps every query's rows reachable until a full garbage collection; one interval holds none.)
+ * query ("Connection terminated", a 503, or for a write in flight a 504: outcome.ts) and lets
+ * the pool replace it. (pg's own query_timeout keeps every query's rows reachable until a full
+ * garbage collection; one interval holds none.)
  */
 function cutOffStuckClients(pool: Pool, limitMs: number, onCutOff: (err: Error) => void): void {
   const checkedOutAt = new Map<PoolClient, number>();
@@ -66,9 +76,9 @@ function cutOffStuckClients(pool: Pool, limitMs: number, onCutOff: (err: Error) 
         if (now - since <= limitMs) continue;
         checkedOutAt.delete(client);
         onCutOff(new Error(`a database query ran for over ${limitMs / 1000} s; its connection was closed`));
-        // The statement is cancelled on the server first, so the 503 that follows is for a write
-        // that did not commit. (One the server cannot hear of, as when it hangs, is in the hands
-        // of its statement_timeout and client_connection_check_interval: ROLE_SETTINGS.)
+        // The statement is cancelled on the server first, so what follows is most often an error
+        // PostgreSQL reports (nothing written). One the server cannot hear of, as when it hangs, is
+        // in the hands of its statement_timeout and client_connection_check_interval (ROLE_SETTINGS).
         void withinTime(cancelStatement(client), CANCEL_WAIT_MS).then(() => client.connection.stream.destroy());
       }
     },
@@ -77,21 +87,44 @@ function cutOffStuckClients(pool: Pool, limitMs: number, onCutOff: (err: Error) 
   timer.unref();
 }
 
-/** A server that leaves a trivial query unanswered this long on a connection of its own hangs. */
+/** A server that leaves a trivial query unanswered this long, while the pool makes no progress, hangs. */
 const HANG_AFTER_MS = 1_000;
 const HANG_CHECK_EVERY_MS = 250;
 
+/** The server is down or hangs: what waits on it fails at once (503). */
+export class ServerDownError extends Error {}
+
 /**
- * Closes every connection of the pool while the server hangs (a stopped PgBouncer, a frozen
- * host), so that what waits on them fails at once (503) instead of at the 30 s cut-off: a
- * SELECT 1 every 250 ms, on a connection of its own, unanswered for 1 s, means it hangs. (A
- * server that is down refuses connections by itself.) A write in flight then may still commit
- * when the server wakes: its outcome cannot be known (docs/decisions.md, rule 18).
+ * Whether the server answers, asked every 250 ms with a SELECT 1 on a connection of its own. It
+ * is down when that connection is refused or breaks, and it hangs when the question goes
+ * unanswered for 1 s while none of the pool's queries completes either: a machine too busy to
+ * answer in a second still completes queries, and busy is not down. Then every connection of the
+ * pool is closed, so what waits on them fails at once (503, or 504 for a write in flight) instead
+ * of at the 30 s cut-off, and new requests fail at once until it answers again.
  */
-function closeConnectionsWhileHung(pool: Pool, connectionString: string, onHang: (err: Error) => void): void {
+export interface ServerWatch {
+  /** Set while the server is down or hangs. */
+  down(): ServerDownError | undefined;
+  /**
+   * What `start` does, unless the server is down now (then it is not started) or is found down
+   * first: a ServerDownError. What it does then goes on, its outcome ignored.
+   */
+  unlessDown<T>(start: () => Promise<T>): Promise<T>;
+}
+
+function watchServer(pool: Pool, connectionString: string, onHang: (err: Error) => void): ServerWatch {
   const connections = new Set<PoolClient>();
   pool.on('connect', (client) => connections.add(client));
   pool.on('remove', (client) => connections.delete(client as PoolClient));
+  let lastProgress = Date.now();
+  pool.on('release', () => (lastProgress = Date.now()));
+  let downError: ServerDownError | undefined;
+  const waiting = new Set<(err: ServerDownError) => void>();
+  const setDown = (err: ServerDownError | undefined) => {
+    downError = err;
+    if (err) for (const fail of waiting) fail(err);
+  };
+
   let probe: Client | undefined;
   let asking = false;
   const drop = (client: Client) => {
@@ -105,7 +138,24 @@ function closeConnectionsWhileHung(pool: Pool, connectionString: string, onHang:
       await client.connect();
       return client;
     })();
-    if ((await withinTime(probe.query('SELECT 1'), HANG_AFTER_MS)) !== 'timeout') return;
+    const asked = Date.now();
+    const answer = probe.query('SELECT 1');
+    let answered = false;
+    void answer.then(
+      () => (answered = true),
+      () => (answered = true),
+    );
+    await withinTime(answer, HANG_AFTER_MS);
+    // A timer that fired late, after the event loop was held up, runs before the I/O that came
+    // meanwhile: let that I/O run, then judge.
+    await afterPendingIo();
+    if (answered) {
+      await answer;
+      setDown(undefined);
+      return;
+    }
+    if (lastProgress > asked) return; // the pool's queries complete: busy, not hung
+    setDown(new ServerDownError(`the database did not answer within ${HANG_AFTER_MS / 1000} s`));
     onHang(new Error(`the database did not answer within ${HANG_AFTER_MS / 1000} s; its connections were closed`));
     for (const client of connections) drop(client);
     drop(probe);
@@ -120,35 +170,117 @@ function closeConnectionsWhileHung(pool: Pool, connectionString: string, onHang:
     if (asking) return;
     asking = true;
     ask()
-      .catch(() => {
-        // Refused or broken: the server is down or restarting, which the pool sees by itself.
+      .catch((err: Error) => {
+        // Refused or broken: down (the pool sees it by itself too, and reconnects once it is back).
+        setDown(new ServerDownError(`the database cannot be reached: ${err.message}`));
         if (probe) drop(probe);
         probe = undefined;
       })
       .finally(() => (asking = false));
   }, HANG_CHECK_EVERY_MS);
   timer.unref();
+
+  return {
+    down: () => downError,
+    unlessDown<T>(start: () => Promise<T>): Promise<T> {
+      if (downError) return Promise.reject(downError);
+      const work = start();
+      let fail: (err: ServerDownError) => void = () => undefined;
+      const down = new Promise<never>((_, reject) => (fail = reject));
+      waiting.add(fail);
+      return Promise.race([work, down]).finally(() => {
+        waiting.delete(fail);
+        work.catch(() => undefined);
+      });
+    },
+  };
+}
+
+/** The pg pool every query runs on, with the watch on its server. */
+export interface ServicePool extends Pool {
+  readonly server: ServerWatch;
 }
 
 /**
- * The pg pool every query runs on. Connecting gives up after 1.5 s, so while PostgreSQL is down
- * (or hangs) requests get their 503 within 2 s instead of queueing, and the pool reconnects by
- * itself when it is back.
+ * The pg pool every query runs on. A request waits for a connection while the server answers
+ * (busy), and fails at once while it is down or hangs (ServerWatch); the pool reconnects by
+ * itself when the server is back.
  */
 export function connectPool(
   databaseUrl: string,
   onError: (err: Error) => void,
   { queryTimeoutMs = QUERY_TIMEOUT_MS }: PoolOptions = {},
-): Pool {
+): ServicePool {
   const pool = new Pool({
     connectionString: databaseUrl,
     max: 10,
-    connectionTimeoutMillis: 1_500,
+    connectionTimeoutMillis: CONNECTION_WAIT_MS,
     idleTimeoutMillis: 30_000,
   });
   // An idle connection that PostgreSQL drops (restart, outage) must not crash the process.
   pool.on('error', onError);
   cutOffStuckClients(pool, queryTimeoutMs, onError);
-  closeConnectionsWhileHung(pool, databaseUrl, onError);
-  return pool;
+  return Object.assign(pool, { server: watchServer(pool, databaseUrl, onError) });
+}
+
+export type Query = <Row extends QueryResultRow>(text: string, values: unknown[]) => Promise<QueryResult<Row>>;
+
+/** Queries on the pool that fail at once while its server is down or hangs. */
+export function queryOn(pool: ServicePool): Query {
+  return (text, values) => pool.server.unlessDown(() => pool.query(text, values));
+}
+
+/** A connection of the pool, unless its server is found down first; one that arrives too late goes back. */
+export async function acquire(pool: ServicePool): Promise<PoolClient> {
+  let connecting: Promise<PoolClient> | undefined;
+  try {
+    return await pool.server.unlessDown(() => (connecting = pool.connect()));
+  } catch (err) {
+    connecting?.then(
+      (client) => client.release(),
+      () => undefined,
+    );
+    throw err;
+  }
+}
+
+/**
+ * The write's statement reached PostgreSQL, and then its connection was lost before the answer
+ * came: it may have committed or not, and no one can tell at that moment
+ * (docs/decisions.md#a-5xx-says-what-was-written).
+ */
+export class WriteOutcomeUnknown extends Error {}
+
+/**
+ * An error PostgreSQL itself reported for a statement: the statement, and with it its
+ * transaction, was rolled back. Not a connection exception (class 08, which poolers also use
+ * when the server's connection breaks under a statement).
+ */
+function reportedByServer(err: unknown): boolean {
+  return err instanceof DatabaseError && typeof err.code === 'string' && !err.code.startsWith('08');
+}
+
+/**
+ * Runs one write statement (its own transaction) on the pool and says truthfully what a failure
+ * means: one before the statement was sent (no connection to be had, the server down) or one
+ * PostgreSQL reported is rethrown as it is (nothing was written); a connection lost while the
+ * statement ran is a WriteOutcomeUnknown.
+ */
+export function writeOn(pool: ServicePool): Query {
+  return async (text, values) => {
+    const client = await acquire(pool);
+    try {
+      const result = await client.query(text, values);
+      client.release();
+      return result;
+    } catch (err) {
+      if (reportedByServer(err)) {
+        client.release();
+        throw err;
+      }
+      // A connection in an unknown state does not go back to the pool.
+      client.release(true);
+      throw new WriteOutcomeUnknown('the connection was lost while a write ran', { cause: err });
+    }
+  };
 }

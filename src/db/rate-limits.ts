@@ -1,5 +1,5 @@
-import type { Pool } from 'pg';
 import { RateLimiterPostgres } from 'rate-limiter-flexible';
+import { queryOn, type ServicePool } from './pool';
 
 /**
  * rate-limiter-flexible's counters in PostgreSQL (the table rate_limits), shared by every
@@ -7,9 +7,10 @@ import { RateLimiterPostgres } from 'rate-limiter-flexible';
  * (docs/decisions.md, rule 21): it is given the pool behind a query function that sends them
  * unnamed.
  */
-export function rateLimiter(pool: Pool, name: string, perMinute: number): RateLimiterPostgres {
+export function rateLimiter(pool: ServicePool, name: string, perMinute: number): RateLimiterPostgres {
+  const query = queryOn(pool);
   const unnamed = {
-    query: ({ text, values }: { text: string; values: unknown[] }) => pool.query(text, values),
+    query: ({ text, values }: { text: string; values: unknown[] }) => query(text, values),
   };
   return new RateLimiterPostgres({
     storeClient: unnamed,

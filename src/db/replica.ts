@@ -1,6 +1,9 @@
-import type { Pool, PoolClient, QueryResult, QueryResultRow } from 'pg';
+import type { PoolClient, QueryResult, QueryResultRow } from 'pg';
 import { databaseErrors, databaseReads, replicaLag } from '../metrics';
 import { withinTime } from '../timeout';
+import { acquire, type Query, queryOn, type ServicePool } from './pool';
+
+export type { Query };
 
 /** Reads go to the replica while it is at most this far behind the primary. */
 export const MAX_REPLICA_LAG_MS = 2_000;
@@ -10,7 +13,11 @@ const CHECK_TIMEOUT_MS = 1_000;
 /** The primary's WAL positions kept for the lag: an hour of checks, so the lag is exact up to an hour. */
 const MAX_POSITIONS = (3_600 * 1_000) / CHECK_EVERY_MS;
 
-export type Query = <Row extends QueryResultRow>(text: string, values: unknown[]) => Promise<QueryResult<Row>>;
+/**
+ * A read sent to the replica that has no answer after this long is asked of the primary instead,
+ * and the replica is not read again until a check finds it answering (docs/decisions.md#replica-reads).
+ */
+const REPLICA_READ_DEADLINE_MS = 1_000;
 
 /**
  * One consistent view of one database: a checked-out connection in a REPEATABLE READ READ ONLY
@@ -41,10 +48,10 @@ export interface Reads {
 }
 
 async function openSnapshot<T>(
-  pool: Pool,
+  pool: ServicePool,
   begin: (query: Query) => Promise<T>,
 ): Promise<{ begun: T; snapshot: Snapshot }> {
-  const client: PoolClient = await pool.connect();
+  const client: PoolClient = await acquire(pool);
   // A connection that dies while the snapshot waits for its client (checked out, so the pool does
   // not listen) must not crash the process: the next query on it fails, and close() discards it.
   const ignore = () => undefined;
@@ -83,16 +90,18 @@ async function openSnapshot<T>(
 }
 
 /** Reads on one pool: the primary's, when no replica is configured or a client asks for it. */
-export function poolReads(pool: Pool, counted = 'primary'): Reads {
+export function poolReads(pool: ServicePool, counted = 'primary'): Reads {
+  const query = queryOn(pool);
+  const reads = databaseReads.labels(counted);
   return {
-    async query(text, values) {
-      const result = await pool.query(text, values);
-      databaseReads.inc({ pool: counted });
+    async query<Row extends QueryResultRow>(text: string, values: unknown[]) {
+      const result = await query<Row>(text, values);
+      reads.inc();
       return result;
     },
     async snapshot(begin) {
       const opened = await openSnapshot(pool, begin);
-      databaseReads.inc({ pool: counted });
+      reads.inc();
       return opened;
     },
   };
@@ -113,7 +122,7 @@ const lsn = (text: string) => {
  * replica is as far behind as the oldest position it has not replayed yet, however old (the
  * gauge db_replica_lag_seconds shows it). Checks never overlap.
  */
-export function replicaReads(primaryPool: Pool, replicaPool: Pool): Reads & { stop(): void } {
+export function replicaReads(primaryPool: ServicePool, replicaPool: ServicePool): Reads & { stop(): void } {
   const primary = poolReads(primaryPool);
   const fallback = poolReads(primaryPool, 'primary-fallback');
   const replica = poolReads(replicaPool, 'replica');
@@ -201,20 +210,38 @@ export function replicaReads(primaryPool: Pool, replicaPool: Pool): Reads & { st
   timer.unref();
   tick();
 
-  /** `read` on the replica while it qualifies, else (or when it fails in any way) on the primary. */
-  async function preferReplica<T>(read: (reads: Reads) => Promise<T>): Promise<T> {
+  const replicaErrors = databaseErrors.labels('replica');
+  /**
+   * `read` on the replica while it qualifies, else on the primary; also when the replica fails in
+   * any way, or has not answered within REPLICA_READ_DEADLINE_MS (then it is not read again until
+   * a check finds it answering, and what it answers later is given to `discard`).
+   */
+  async function preferReplica<T>(read: (reads: Reads) => Promise<T>, discard: (late: T) => void): Promise<T> {
     if (!usable) return read(primary);
+    const onReplica = read(replica);
     try {
-      return await read(replica);
+      const answer = await withinTime(onReplica, REPLICA_READ_DEADLINE_MS);
+      if (answer !== 'timeout') return answer;
+      usable = false;
+      onReplica.then(discard, () => undefined);
     } catch {
-      databaseErrors.inc({ pool: 'replica' });
-      return read(fallback);
+      // The replica failed: below, the primary answers instead.
     }
+    replicaErrors.inc();
+    return read(fallback);
   }
 
   return {
-    query: (text, values) => preferReplica((reads) => reads.query(text, values)),
-    snapshot: (begin) => preferReplica((reads) => reads.snapshot(begin)),
+    query: (text, values) =>
+      preferReplica(
+        (reads) => reads.query(text, values),
+        () => undefined,
+      ),
+    snapshot: (begin) =>
+      preferReplica(
+        (reads) => reads.snapshot(begin),
+        ({ snapshot }) => void snapshot.close(),
+      ),
     stale: () => (usable ? primaryAway : undefined),
     stop: () => clearInterval(timer),
   };

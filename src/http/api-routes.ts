@@ -39,8 +39,9 @@ const searchQuery = yup.object({
 });
 
 /**
- * Idempotency-Key (rule 24): the client's name for one create, as sent, 1 to 255 visible ASCII
- * characters; no comma, so a key sent twice (which arrives joined by one) is refused.
+ * Idempotency-Key (docs/decisions.md#idempotency-keys): the client's name for one create, as
+ * sent, 1 to 255 visible ASCII characters; no comma, so a key sent twice (which arrives joined by
+ * one) is refused.
  */
 const idempotencyKey = yup
   .string()
@@ -178,16 +179,8 @@ export const API_ROUTES = {
     input: input({ body: bikeFields, headers: yup.object({ 'idempotency-key': idempotencyKey }) }),
     invalid: 400,
     writesBike: true,
-    headerParameters: {
-      'Idempotency-Key': {
-        description:
-          'Your name for this create (1 to 255 visible ASCII characters, no comma), to retry it safely: ' +
-          'within 24 hours the same key with the same fields answers the first 200 again (with ' +
-          '`Idempotent-Replayed: true`) and creates nothing; with other fields, 422; while the first ' +
-          'request is still running, 409.',
-        example: '8e03978e-40d5-43e8-bc93-6894a57f9324',
-      },
-    },
+    requestHeaders: ['Idempotency-Key'],
+    responseHeaders: ['Idempotent-Replayed'],
     alsoAnswers: [409, 422],
     requestBody: { name: 'NewBike', description: 'The eight client fields.', example: EXAMPLE_FIELDS },
     ok: { description: 'The created bike', schema: BIKE, example: EXAMPLE_BIKE },

@@ -2,31 +2,31 @@ import { createHash, randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
 import type Koa from 'koa';
 import { type Bike, deriveHandle } from '../bikes/bike';
-import { type BikeRepository, PRECONDITION_FAILED, type StoredBike } from '../bikes/repository';
+import { type BikeRepository, LIST_BATCH_SIZE, PRECONDITION_FAILED, type StoredBike } from '../bikes/repository';
+import { WriteOutcomeUnknown } from '../db/pool';
 import type { API_ROUTES } from './api-routes';
 import { bikeJson, bikesJson } from './bike-json';
-import { entityTags, notModified, writePrecondition } from './conditional';
+import { type EntityTags, isFresh, setValidators } from './conditional';
 import { HttpError } from './errors';
 import type { Handlers } from './route';
 
 /**
  * Sends the bikes as one JSON array. A result that fits in one batch goes out as one plain body
- * (most searches); a larger one is written batch by batch as rows arrive. The first two batches
- * are read before the status is sent, so a database that is down gives a 503; a failure later
- * destroys the connection, so the client sees a broken response, never a short array.
+ * (most searches); a larger one is written batch by batch as rows arrive. The first batch was read
+ * before the status is sent (repository.ts, `list`), so a database that fails there gives a 503; a
+ * failure later destroys the connection, so the client sees a broken response, never a short array.
  */
-async function sendBikeArray(ctx: Koa.Context, batches: AsyncGenerator<Bike[]>): Promise<void> {
+async function sendBikeArray(ctx: Koa.Context, batches: AsyncGenerator<Bike[]>, batchSize: number): Promise<void> {
   const first = await batches.next();
-  const second = first.done ? first : await batches.next();
   ctx.type = 'application/json';
-  if (first.done || second.done) {
+  if (first.done || first.value.length < batchSize) {
     ctx.body = first.done ? '[]' : bikesJson(first.value);
+    void batches.return(undefined);
     return;
   }
-  let head: string | undefined = '[' + bikesJson(first.value.concat(second.value)).slice(1, -1);
+  const head = bikesJson(first.value);
   async function* chunks() {
-    yield head as string;
-    head = undefined;
+    yield head.slice(0, -1);
     try {
       for await (const batch of batches) yield ',' + bikesJson(batch).slice(1, -1);
     } catch (err) {
@@ -49,13 +49,38 @@ async function sendBikeArray(ctx: Koa.Context, batches: AsyncGenerator<Bike[]>):
 
 /**
  * X-Read-From is a list (it may come as `primary, replica`, or twice): any element `primary`
- * asks for the primary; any other value is ignored (docs/decisions.md, rule 20).
+ * asks for the primary; any other value is ignored (docs/decisions.md#replica-reads).
  */
 function wantsPrimary(ctx: Koa.Context): boolean {
   return ctx
     .get('X-Read-From')
     .split(',')
-    .some((value) => value.trim().toLowerCase() === 'primary');
+    .some((element) => element.trim().toLowerCase() === 'primary');
+}
+
+/**
+ * Who a request's Idempotency-Key belongs to (docs/decisions.md#idempotency-keys): the username
+ * its token carries, or, for a token without one, that token itself. Hashed: a username may be
+ * any string, and the table keeps no token.
+ */
+function clientOf(ctx: Koa.Context): string {
+  const { username } = ctx.state.user as { username?: string };
+  const who = username === undefined ? `token\n${ctx.get('Authorization').split(' ')[1]}` : `user\n${username}`;
+  return createHash('sha256').update(who).digest('base64url');
+}
+
+/**
+ * A write of the bike at `path` whose outcome cannot be known (the database stopped answering
+ * while it ran): 504, saying so, and naming the bike, so the client can look
+ * (docs/decisions.md#a-5xx-says-what-was-written).
+ */
+async function writing<T>(path: string, write: Promise<T>): Promise<T> {
+  try {
+    return await write;
+  } catch (err) {
+    if (!(err instanceof WriteOutcomeUnknown)) throw err;
+    throw new HttpError(504, { 'Write-Outcome': 'unknown', 'Content-Location': path }, { cause: err });
+  }
 }
 
 /**
@@ -63,13 +88,12 @@ function wantsPrimary(ctx: Koa.Context): boolean {
  * `bikes`, which may read a replica, unless the client asks for the primary with
  * `X-Read-From: primary` (to read its own writes); writes always go to the primary.
  */
-export function bikeHandlers(bikes: BikeRepository, onPrimary: BikeRepository, catalogId: string) {
-  const tags = entityTags(catalogId);
+export function bikeHandlers(bikes: BikeRepository, onPrimary: BikeRepository, tags: EntityTags) {
   /**
    * Where the read goes. While a replica answers for a primary that cannot be reached, the answer
-   * says so (rule 26): X-Stale, with the commit time of the last transaction the replica has
-   * replayed and its age in seconds (or `unknown`). Set before the read, under the state the read
-   * is served in; an error answer drops it (errors.ts).
+   * says so (docs/decisions.md#reads-while-the-primary-is-away): X-Stale, with the commit time of
+   * the last transaction the replica has replayed and its age in seconds (or `unknown`). Set
+   * before the read, under the state the read is served in; an error answer drops it (errors.ts).
    */
   function reader(ctx: Koa.Context): BikeRepository {
     const repository = wantsPrimary(ctx) ? onPrimary : bikes;
@@ -81,81 +105,97 @@ export function bikeHandlers(bikes: BikeRepository, onPrimary: BikeRepository, c
     }
     return repository;
   }
-  const precondition = (ctx: Koa.Context) => writePrecondition(ctx, tags.versionOf);
 
-  /** One bike, or 304 when the client's copy is current. */
-  function sendBike(ctx: Koa.Context, { bike, version }: StoredBike): void {
-    if (notModified(ctx, tags.bike(version))) return;
+  /** One bike (a 304 when the client's copy is current: the representation step decides, once its tag is coded). */
+  function sendBike(ctx: Koa.Context, { bike, state }: StoredBike): void {
+    setValidators(ctx, tags.bike(state));
     ctx.type = 'application/json';
     ctx.body = bikeJson(bike);
   }
 
-  /** A written bike, with the ETag of its new state; 412 when the write's precondition failed. */
+  /** A written bike, with the ETag of its new state; 412 when the write's preconditions failed. */
   function sendWritten(ctx: Koa.Context, written: StoredBike | typeof PRECONDITION_FAILED): void {
     if (written === PRECONDITION_FAILED) throw new HttpError(412);
-    ctx.set('ETag', tags.bike(written.version));
-    ctx.body = written.bike;
+    ctx.set('ETag', tags.bike(written.state));
+    ctx.type = 'application/json';
+    ctx.body = bikeJson(written.bike);
   }
 
-  // Reads answer 304 to a client whose copy is current (see conditional.ts). A list's ETag is
-  // the catalog version, read in the same snapshot as the rows, so it stands for exactly them.
+  /**
+   * A list, or a search for `term`: 304 before any row is read when the client's copy is current.
+   * Its tag is weak, the same whatever the coding, and names the catalog's version read in the
+   * rows' snapshot.
+   */
+  async function sendList(ctx: Koa.Context, term?: string) {
+    const tagOf = (version: string[]) => tags.list(...version, ...(term === undefined ? [] : [term]));
+    const list = await reader(ctx).list({ titleContains: term, current: (version) => isFresh(ctx, tagOf(version)) });
+    setValidators(ctx, tagOf(list.version));
+    if (list.current) {
+      ctx.status = 304;
+      return;
+    }
+    await sendBikeArray(ctx, list.batches, LIST_BATCH_SIZE);
+  }
+
   return {
     async listBikes(ctx) {
-      const list = await reader(ctx).list();
-      if (notModified(ctx, tags.list(list.version))) return list.close();
-      await sendBikeArray(ctx, list.batches);
+      await sendList(ctx);
     },
 
     async searchBikesByTitle(ctx, { query }) {
-      const term = query.query ?? '';
-      const list = await reader(ctx).list({ titleContains: term });
-      if (notModified(ctx, tags.list(list.version, term))) return list.close();
-      await sendBikeArray(ctx, list.batches);
+      await sendList(ctx, query.query ?? '');
     },
 
     async getBikeByHandle(ctx) {
       sendBike(ctx, (await reader(ctx).findFirstByHandle(ctx.params.handle)) ?? notFound());
     },
 
-    async getBike(ctx) {
-      sendBike(ctx, (await reader(ctx).findById(ctx.params.id.toLowerCase())) ?? notFound());
+    async getBike(ctx, _input, { id }) {
+      sendBike(ctx, (await reader(ctx).findById(id)) ?? notFound());
     },
 
     async createBike(ctx, { body, headers }) {
       const create = { id: randomUUID(), handle: deriveHandle(body.title), fields: body };
+      const path = `/bikes/${create.id}`;
       const key = headers['idempotency-key'];
-      if (key === undefined) return sendWritten(ctx, await onPrimary.create(create.id, create.handle, create.fields));
-      // Rule 24: the fields as checked (unknown ones dropped), in the schema's order.
-      const fingerprint = createHash('sha256').update(JSON.stringify(body)).digest('base64url');
-      const outcome = await onPrimary.createOnce(key, fingerprint, create);
+      if (key === undefined) {
+        return sendWritten(ctx, await writing(path, onPrimary.create(create.id, create.handle, create.fields)));
+      }
+      // The fields as checked (unknown ones dropped), in the schema's order.
+      const request = {
+        client: clientOf(ctx),
+        key,
+        fingerprint: createHash('sha256').update(JSON.stringify(body)).digest('base64url'),
+        response: bikeJson({ id: create.id, handle: create.handle, ...create.fields }),
+      };
+      const outcome = await writing(path, onPrimary.createOnce(request, create));
       switch (outcome.kind) {
         case 'created':
           return sendWritten(ctx, outcome.stored);
         case 'replay':
           ctx.set('Idempotent-Replayed', 'true');
-          ctx.set('ETag', tags.bike(outcome.version));
+          ctx.set('ETag', tags.bike(outcome.state));
           ctx.type = 'application/json';
           ctx.body = outcome.response;
           return;
         case 'mismatch':
           throw new HttpError(422);
         case 'in-flight':
-          throw new HttpError(409);
+          throw new HttpError(409, { 'Retry-After': '1' });
       }
     },
 
-    async replaceBike(ctx, { body }) {
+    async replaceBike(ctx, { body }, { id, conditions }) {
       const { id: _ignored, handle, ...fields } = body;
-      sendWritten(ctx, await onPrimary.replace(ctx.params.id.toLowerCase(), handle, fields, precondition(ctx)));
+      sendWritten(ctx, await writing(`/bikes/${id}`, onPrimary.replace(id, handle, fields, conditions)));
     },
 
-    async updateBike(ctx, { body }) {
-      sendWritten(ctx, (await onPrimary.patch(ctx.params.id.toLowerCase(), body, precondition(ctx))) ?? notFound());
+    async updateBike(ctx, { body }, { id, conditions }) {
+      sendWritten(ctx, (await writing(`/bikes/${id}`, onPrimary.patch(id, body, conditions))) ?? notFound());
     },
 
-    async deleteBike(ctx) {
-      const id = ctx.params.id.toLowerCase();
-      const deleted = await onPrimary.delete(id, precondition(ctx));
+    async deleteBike(ctx, _input, { id, conditions }) {
+      const deleted = await writing(`/bikes/${id}`, onPrimary.delete(id, conditions));
       if (deleted === PRECONDITION_FAILED) throw new HttpError(412);
       if (!deleted) notFound();
       ctx.body = { id };

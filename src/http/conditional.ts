@@ -1,34 +1,35 @@
 import { createHash } from 'node:crypto';
 import type Koa from 'koa';
-import type { Precondition } from '../bikes/repository';
+import type { StateCondition, WriteConditions } from '../bikes/repository';
 
 /**
- * Conditional requests. Every 200 of a read carries an ETag and `Cache-Control: no-cache`, so
- * clients revalidate; an If-None-Match that still matches is answered 304 with no body. A bike's
- * ETag is strong, made of its version (a state of it that is never repeated), so a client can
- * send it back in If-Match to write only over what it read (docs/decisions.md, rule 23); a
- * list's is weak. A compressed answer's strong tag names its coding ("...-gzip"), as its bytes
- * differ; a precondition takes either tag for the same state.
+ * Entity tags and the conditions made of them (RFC 9110, 8.8.3 and 13). Every read answers with
+ * an ETag and `Cache-Control: no-cache`, and 304 to an If-None-Match that still matches. A bike's
+ * tag is strong and names one state of it (docs/decisions.md#conditional-get); a list's is weak.
+ * A compressed answer's strong tag names its coding (`"...-gzip"`), as its bytes differ; every
+ * comparison sets the coding aside, so both name the same state.
  */
-export function notModified(ctx: Koa.Context, tag: string): boolean {
-  ctx.set('ETag', tag);
-  ctx.set('Cache-Control', 'no-cache');
-  if (!matches(ctx.get('If-None-Match'), tag)) return false;
-  ctx.status = 304;
-  return true;
+
+/** A list of entity tags as a request header carries it (If-Match, If-None-Match): `*`, or the tags as written. */
+export type TagCondition = { any: true } | { tags: string[] };
+
+/**
+ * A write's preconditions, parsed once: absent, `*`, or a list. A field sent twice arrives joined
+ * by a comma (RFC 9110, 5.3), so `*, *` or `*, "x"` is `*`; an empty field is an empty list,
+ * which no tag matches.
+ */
+export interface Preconditions {
+  ifMatch?: TagCondition;
+  ifNoneMatch?: TagCondition;
 }
 
-/**
- * If-None-Match's weak comparison (RFC 9110, 13.1.2): `*`, or one of the listed tags with or
- * without `W/`. Evaluated whatever the request's Cache-Control says: that directs caches, and
- * fetch() adds `no-cache` to every request that carries If-None-Match (the `fresh` package,
- * written for caches, would then never answer 304).
- */
-function matches(ifNoneMatch: string, tag: string): boolean {
-  if (ifNoneMatch === '') return false;
-  if (ifNoneMatch.trim() === '*') return true;
-  const opaque = (value: string) => withoutCoding(value.trim().replace(/^W\//, ''));
-  return ifNoneMatch.split(',').some((candidate) => opaque(candidate) === opaque(tag));
+/** An entity tag (its quoted form, which may hold a comma), or any other run of characters up to a comma. */
+const LIST_ELEMENT = /(?:W\/)?"[^"]*"|[^,\s]+/g;
+
+export function parseTagCondition(value: string | undefined): TagCondition | undefined {
+  if (value === undefined) return undefined;
+  const elements: string[] = value.match(LIST_ELEMENT) ?? [];
+  return elements.includes('*') ? { any: true } : { tags: elements };
 }
 
 /** The content codings whose name a strong tag carries when the answer is compressed. */
@@ -42,49 +43,76 @@ export function codedTag(tag: string, coding: string): string {
   return tag.startsWith('"') && !CODING_SUFFIX.test(tag) ? `${tag.slice(0, -1)}-${coding}"` : tag;
 }
 
+/** The weak comparison (RFC 9110, 8.8.3.2): the same opaque tag, weak or not, coding set aside. */
+const opaque = (tag: string) => withoutCoding(tag.replace(/^W\//, ''));
+
 /**
- * What a write requires of the bike it writes (RFC 9110, 13.1.1 and 13.1.2): If-Match `*`, that
- * it exists; If-Match with tags, that it is in one of their states, by the strong comparison (a
- * weak tag, or one of another catalog, matches nothing); else If-None-Match `*`, that it does not
- * exist. If-None-Match with tags, and If-Unmodified-Since, are not evaluated on writes (rule 23).
+ * Whether a read's If-None-Match still matches `tag`, the tag the answer carries: then the
+ * client's copy is current (304). Evaluated whatever the request's Cache-Control says: that
+ * directs caches, and fetch() adds `no-cache` to every request that carries If-None-Match.
  */
-export function writePrecondition(ctx: Koa.Context, versionOf: (tag: string) => string | undefined): Precondition {
-  const ifMatch = ctx.get('If-Match').trim();
-  if (ifMatch === '*') return { kind: 'exists' };
-  if (ifMatch !== '') {
-    const versions = ifMatch.split(',').map((tag) => versionOf(withoutCoding(tag.trim())));
-    return { kind: 'version', versions: versions.filter((version) => version !== undefined) };
-  }
-  if (ctx.get('If-None-Match').trim() === '*') return { kind: 'absent' };
-  return { kind: 'any' };
+export function isFresh(ctx: Koa.Context, tag: string): boolean {
+  const condition = parseTagCondition(ctx.req.headers['if-none-match']);
+  if (condition === undefined) return false;
+  return 'any' in condition || condition.tags.some((candidate) => opaque(candidate) === opaque(tag));
+}
+
+/** A read's validators: its ETag, and that a stored copy must be revalidated. */
+export function setValidators(ctx: Koa.Context, tag: string): void {
+  ctx.set('ETag', tag);
+  ctx.set('Cache-Control', 'no-cache');
 }
 
 /**
- * Changed whenever a bike's JSON or the way it is written changes (a field, the serializer), so
- * that no tag given out before still matches.
+ * Changed whenever a bike's JSON or its ETag changes meaning (a field, the serializer, what a
+ * tag is made of), so that no tag given out before matches again.
  */
-export const REPRESENTATION_VERSION = 'r2';
+const REPRESENTATION_VERSION = 'r3';
 
 /**
- * The ETags of one catalog: each names the catalog (catalogIdentity) and the representation
- * version, so a tag never matches in another catalog or after the representation changed.
+ * The ETags of one catalog. Each names the catalog's identity as it is now (catalog-identity.ts)
+ * and the representation version, so a tag never matches in another catalog, after a restore,
+ * or after the representation changed.
  */
-export function entityTags(catalogId: string) {
-  const prefix = `${catalogId}.${REPRESENTATION_VERSION}`;
-  const bikeTagStart = `"${prefix}.b`;
+export function entityTags(identity: () => string) {
+  const prefix = () => `${identity()}.${REPRESENTATION_VERSION}`;
+  /** The state a tag names (without `W/` when `weak` is allowed), or undefined when it names none of ours. */
+  const stateOf = (tag: string, weak: boolean): string | undefined => {
+    if (tag.startsWith('W/') && !weak) return undefined;
+    const start = `"${prefix()}.b`;
+    const inner = withoutCoding(tag.replace(/^W\//, ''));
+    const state = inner.startsWith(start) && inner.endsWith('"') ? inner.slice(start.length, -1) : '';
+    // Digits only: a bigint and an xid, whatever a client sends.
+    return /^\d{1,19}\.\d{1,10}$/.test(state) ? state : undefined;
+  };
+  const statesOf = (condition: TagCondition, weak: boolean): StateCondition =>
+    'any' in condition
+      ? { any: true, states: [] }
+      : {
+          any: false,
+          states: condition.tags.map((tag) => stateOf(tag, weak)).filter((state) => state !== undefined),
+        };
   return {
-    /** A list (or a search for `term`) at a catalog version: it changes with every write. */
-    list: (version: string, term?: string): string =>
-      term === undefined
-        ? `W/"${prefix}.v${version}"`
-        : `W/"${prefix}.v${version}-${createHash('sha1').update(term).digest('base64url').slice(0, 22)}"`,
+    /**
+     * A list, or a search, at one version of the catalog: `parts` are what that version is made
+     * of (repository.ts, `list`), and the search term. Weak: the plain and the compressed bytes
+     * are equivalent.
+     */
+    list: (...parts: string[]): string =>
+      `W/"${prefix()}.v${createHash('sha1').update(parts.join('\n')).digest('base64url').slice(0, 22)}"`,
     /** One bike, in one state: strong. */
-    bike: (version: string): string => `"${prefix}.b${version}"`,
-    /** The version a bike's strong tag names; undefined for any other tag. */
-    versionOf(tag: string): string | undefined {
-      const version = tag.startsWith(bikeTagStart) && tag.endsWith('"') ? tag.slice(bikeTagStart.length, -1) : '';
-      // At most 18 digits: within bigint, whatever a client sends.
-      return /^\d{1,18}$/.test(version) ? version : undefined;
+    bike: (state: string): string => `"${prefix()}.b${state}"`,
+    /**
+     * What If-Match requires (the strong comparison: a weak tag matches nothing) and what
+     * If-None-Match forbids (the weak comparison), in states of the bike.
+     */
+    conditionsOf(preconditions: Preconditions): WriteConditions {
+      return {
+        ifMatch: preconditions.ifMatch && statesOf(preconditions.ifMatch, false),
+        ifNoneMatch: preconditions.ifNoneMatch && statesOf(preconditions.ifNoneMatch, true),
+      };
     },
   };
 }
+
+export type EntityTags = ReturnType<typeof entityTags>;

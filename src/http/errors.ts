@@ -1,7 +1,9 @@
 import { type OutgoingHttpHeaders, STATUS_CODES } from 'node:http';
 import type Koa from 'koa';
 import { isDatabaseUnavailable } from '../db/errors';
+import { WriteOutcomeUnknown } from '../db/pool';
 import type { Logger } from '../logger';
+import { KEPT_ON_ERRORS } from './headers';
 
 /** Thrown by routes and middleware; the error middleware turns it into the bare status. */
 export class HttpError extends Error {
@@ -16,6 +18,7 @@ export class HttpError extends Error {
 
 function statusOf(err: unknown): number {
   if (err instanceof HttpError) return err.status;
+  if (err instanceof WriteOutcomeUnknown) return 504;
   if (isDatabaseUnavailable(err)) return 503;
   // Errors Koa raises for bad requests carry a 4xx status.
   const status = (err as { status?: unknown })?.status;
@@ -23,12 +26,16 @@ function statusOf(err: unknown): number {
   return 500;
 }
 
+/** Names of the headers an error answer keeps (headers.ts), as node keeps them: lowercase. */
+const KEPT = new Set(KEPT_ON_ERRORS.map((name) => name.toLowerCase()));
+
 /**
- * The headers as they were (`before`, a copy taken earlier): those set since are removed, those
- * changed or removed since are put back.
+ * The headers as they were (`before`, a copy taken earlier), and those of the request's own that
+ * an error answer keeps (KEPT): the others set since are removed, those changed or removed since
+ * are put back.
  */
 function restoreHeaders(ctx: Koa.Context, before: OutgoingHttpHeaders): void {
-  for (const name of ctx.res.getHeaderNames()) ctx.remove(name);
+  for (const name of ctx.res.getHeaderNames()) if (!KEPT.has(name)) ctx.remove(name);
   for (const [name, value] of Object.entries(before)) {
     if (value !== undefined) ctx.set(name, typeof value === 'number' ? String(value) : value);
   }
@@ -36,7 +43,7 @@ function restoreHeaders(ctx: Koa.Context, before: OutgoingHttpHeaders): void {
 
 /**
  * The one place errors become responses: a status code and its reason phrase as plain text,
- * never a JSON body (docs/decisions.md, rule 15). Unexpected errors are logged; a database that
+ * never a JSON body (docs/decisions.md#errors). Unexpected errors are logged; a database that
  * is not answering is a 503 with Retry-After. An error answer carries the headers set before
  * this middleware was entered (the request id, CORS, Vary) and its own, never those of the
  * answer it replaces: a list that set its ETag and Cache-Control before its rows failed must not
@@ -52,7 +59,7 @@ export function errorHandler(logger: Logger): Koa.Middleware {
       restoreHeaders(ctx, before);
       const status = statusOf(err);
       if (status === 500) logger.error({ err }, 'unexpected error');
-      else if (status === 503) logger.warn({ err: (err as Error)?.message }, 'database unavailable');
+      else if (status === 503 || status === 504) logger.warn({ err: (err as Error)?.message }, 'database unavailable');
       else if (err instanceof HttpError && err.cause instanceof Error) {
         logger.warn({ err: err.cause.message, status }, 'value refused by the database');
       }

@@ -2,17 +2,19 @@ import Router, { type RouterContext, type RouterMiddleware } from '@koa/router';
 import type Koa from 'koa';
 import type * as yup from 'yup';
 import type { Tokens } from '../auth/tokens';
-import { holds, type Precondition } from '../bikes/repository';
+import { holds, type WriteConditions } from '../bikes/repository';
 import { check, describe } from '../bikes/yup';
 import { isRejectedValue } from '../db/errors';
 import { readBody } from './body';
 import { HttpError } from './errors';
+import type { CorsHeaders } from './cors';
+import { ERROR_HEADERS, EVERY_ANSWER, type HeaderName } from './headers';
 import { invalidFieldHeader } from './invalid-field';
 import type { AbuseLimits, LimitKind } from './limits';
 import type { JsonSchema } from './json-schema';
 
 /** The error statuses a route can answer, besides 431 (node's HTTP parser, for any request). */
-export type ErrorStatus = 400 | 401 | 403 | 404 | 409 | 412 | 413 | 422 | 429 | 503;
+export type ErrorStatus = 400 | 401 | 403 | 404 | 409 | 412 | 413 | 422 | 429 | 503 | 504;
 
 /**
  * One route, declared once (src/http/api-routes.ts): the router mounts it and the OpenAPI
@@ -41,7 +43,7 @@ export interface RouteDeclaration<Input> {
   invalid?: 400 | 404;
   /** The bike at the path `id` must exist before the body is judged: a missing bike's bad body is 404. */
   bikeBeforeBody?: boolean;
-  /** A write that honours If-Match and If-None-Match: `*` (412 when they do not hold; conditional.ts). */
+  /** A write that honours If-Match and If-None-Match (412 when they do not hold; conditional.ts). */
   preconditions?: boolean;
   /** The 200 carries the ETag of the bike as written. */
   writesBike?: boolean;
@@ -52,8 +54,13 @@ export interface RouteDeclaration<Input> {
    * and the media types to list (application/json unless said).
    */
   requestBody?: { name: string; description: string; example: unknown; required?: boolean; mediaTypes?: string[] };
-  /** The request headers the route reads, for the OpenAPI document (their schemas come from `input`). */
-  headerParameters?: Record<string, { description: string; example: string }>;
+  /**
+   * Request headers the route reads besides those that follow from what it is (headersOf),
+   * declared in headers.ts; their schemas come from `input` where it checks them.
+   */
+  requestHeaders?: HeaderName[];
+  /** Headers of the 200 besides those that follow from what the route is (headersOf). */
+  responseHeaders?: HeaderName[];
   /** Statuses the handler answers besides those the declaration implies, for the OpenAPI document. */
   alsoAnswers?: ErrorStatus[];
   /** The query parameters, for the OpenAPI document (their schemas come from `input`). */
@@ -66,7 +73,17 @@ export interface RouteDeclaration<Input> {
   database?: false;
 }
 
-export type Handler<Input> = (ctx: RouterContext, input: Input) => Promise<void> | void;
+/**
+ * What the endpoint found out about a request before its handler runs, each parsed once: the
+ * path's bike id (a UUID, lowercased; '' on a route without one), and a write's conditions
+ * (If-Match, If-None-Match), in states of the bike.
+ */
+export interface RequestFacts {
+  id: string;
+  conditions: WriteConditions;
+}
+
+export type Handler<Input> = (ctx: RouterContext, input: Input, facts: RequestFacts) => Promise<void> | void;
 
 /** A handler for each declared route, taking that route's input. */
 export type Handlers<Routes> = {
@@ -76,6 +93,72 @@ export type Handlers<Routes> = {
 /** The route's input has a body: then the request body is read. */
 export function hasBody(route: RouteDeclaration<unknown>): boolean {
   return describe(route.input).fields?.body !== undefined;
+}
+
+/**
+ * The error statuses of a route, from its declaration: 401 and 403 with a token; 413 and the
+ * status for bad input with a body; that status with query parameters; 404 with a path
+ * parameter (an id that is not a UUID, a handle no bike has); 412 with preconditions; 429 with a
+ * limit; 503 where the database is needed, and 504 where it writes (an outcome unknown).
+ */
+export function errorStatusesOf(route: RouteDeclaration<unknown>): ErrorStatus[] {
+  const statuses = new Set<ErrorStatus>();
+  const invalid = route.invalid ?? 404;
+  if (route.token) [401, 403].forEach((s) => statuses.add(s as ErrorStatus));
+  if (hasBody(route)) [413, invalid].forEach((s) => statuses.add(s as ErrorStatus));
+  if (route.queryParameters) statuses.add(invalid);
+  if (route.path.includes('/:')) statuses.add(404);
+  if (route.preconditions) statuses.add(412);
+  for (const status of route.alsoAnswers ?? []) statuses.add(status);
+  if (route.limit) statuses.add(429);
+  if (route.database !== false) statuses.add(503);
+  if (route.database !== false && route.method !== 'get') statuses.add(504);
+  return [...statuses].sort();
+}
+
+/**
+ * The headers a route reads and answers with (docs/decisions.md#headers): those that follow from
+ * what it is (a token, a body, a read, a write with preconditions, a limit, its error statuses)
+ * and its own. CORS, the OpenAPI document and the tests all take them from here.
+ */
+export function headersOf(route: RouteDeclaration<unknown>) {
+  const read = route.method === 'get';
+  const limited = route.limit === 'tokens' || route.limit === 'writes';
+  const limits: HeaderName[] = limited ? ['RateLimit-Policy', 'RateLimit'] : [];
+  const request: HeaderName[] = [
+    ...EVERY_ANSWER,
+    ...(route.token ? (['Authorization'] as const) : []),
+    ...(hasBody(route) ? (['Content-Type'] as const) : []),
+    ...(read ? (['If-None-Match', 'X-Read-From'] as const) : []),
+    ...(route.preconditions ? (['If-Match', 'If-None-Match'] as const) : []),
+    ...(route.requestHeaders ?? []),
+  ];
+  const ok: HeaderName[] = [
+    ...EVERY_ANSWER,
+    ...(read ? (['ETag', 'Cache-Control', 'X-Stale'] as const) : []),
+    ...(route.writesBike ? (['ETag'] as const) : []),
+    ...limits,
+    ...(route.responseHeaders ?? []),
+  ];
+  const errors = new Map(
+    errorStatusesOf(route).map((status) => [status, [...EVERY_ANSWER, ...limits, ...(ERROR_HEADERS[status] ?? [])]]),
+  );
+  return { request: [...new Set(request)], ok: [...new Set(ok)], errors };
+}
+
+/**
+ * What a browser may send to any of the routes and read from any of their answers (cors.ts):
+ * every header they read, and every one they answer with (405's Allow included: any path).
+ */
+export function corsHeadersOf(routes: Record<string, RouteDeclaration<unknown>>): CorsHeaders {
+  const allowed = new Set<HeaderName>();
+  const exposed = new Set<HeaderName>(['Allow']);
+  for (const route of Object.values(routes)) {
+    const { request, ok, errors } = headersOf(route);
+    request.forEach((name) => allowed.add(name));
+    [ok, ...errors.values()].flat().forEach((name) => exposed.add(name));
+  }
+  return { allowed: [...allowed], exposed: [...exposed] };
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -106,19 +189,24 @@ function authenticate(ctx: Koa.Context, tokens: Tokens): void {
 
 export interface RouteChecks {
   tokens: Tokens;
-  /** The version of the bike with this id, null when there is none (on the primary). */
-  bikeVersion: (id: string) => Promise<string | null>;
-  /** What the request's If-Match and If-None-Match require of the bike it writes. */
-  precondition: (ctx: Koa.Context) => Precondition;
+  /** The bike with this id as it is now on the primary: its state, null when there is none. */
+  currentState: (id: string) => Promise<string | null>;
+  /** What the request's If-Match and If-None-Match require, in states of the bike (conditional.ts). */
+  conditions: (ctx: Koa.Context) => WriteConditions;
   limits: AbuseLimits;
 }
 
+/** The client asked to be told to go on before it sends the body (RFC 9110, 10.1.1). */
+const expectsContinue = (ctx: Koa.Context) => /^100-continue$/i.test(ctx.get('Expect'));
+
 /**
- * A route's handler behind its declaration, always in this order (docs/decisions.md, rule 23):
+ * A route's handler behind its declaration, always in this order (docs/decisions.md#conditional-writes):
  * the token (401, 403), then the path (not valid percent-encoding, or an id that is not a UUID,
- * names no bike: 404), then the route's abuse limit (429), then a write's precondition (a missing bike where the route answers 404,
- * then 412), then the input (query and body), then the handler. The write itself checks the
- * precondition again, in its own statement: what was true here may not be by then.
+ * names no bike: 404), then the route's abuse limit (429), then the input (query and body: 400,
+ * or PUT's 404), then the handler, whose write carries its conditions in its own statement and
+ * looks at the bike only when it matched nothing (404, 412). Where the answer must come before the
+ * body's (a bad body of a missing bike is 404; of one whose conditions fail, 412; a client waiting
+ * for 100 Continue), the endpoint looks at the bike first: that costs a round trip only then.
  */
 function endpoint<Input>(
   route: RouteDeclaration<Input>,
@@ -130,28 +218,29 @@ function endpoint<Input>(
   return async (ctx) => {
     if (route.token) authenticate(ctx, checks.tokens);
     if (!isWellFormedPath(ctx.path)) throw new HttpError(404);
-    const { id } = ctx.params;
-    if (id !== undefined && !UUID.test(id)) throw new HttpError(404);
+    const rawId: string | undefined = ctx.params.id;
+    if (rawId !== undefined && !UUID.test(rawId)) throw new HttpError(404);
+    const id = rawId?.toLowerCase() ?? '';
     if (route.limit) await checks.limits.check(ctx, route.limit);
-    if (route.preconditions) {
-      const when = checks.precondition(ctx);
-      if (when.kind !== 'any') {
-        const version = await checks.bikeVersion(id.toLowerCase());
-        // PUT makes a bike that is not there; the other writes answer 404 for it.
-        if (version === null && route.method !== 'put') throw new HttpError(404);
-        if (!holds(when, version)) throw new HttpError(412);
-      }
-    }
+    const conditions = route.preconditions ? checks.conditions(ctx) : {};
+    const conditional = conditions.ifMatch !== undefined || conditions.ifNoneMatch !== undefined;
+    /** 404 for a missing bike where the route answers it, then 412 for conditions that fail. */
+    const lookFirst = async (missingIs404: boolean) => {
+      const state = await checks.currentState(id);
+      if (state === null && missingIs404) throw new HttpError(404);
+      if (!holds(conditions, state)) throw new HttpError(412);
+    };
+    // PUT makes a bike that is not there; the other writes answer 404 for it.
+    if (readsBody && conditional && expectsContinue(ctx)) await lookFirst(route.method !== 'put');
     const body = readsBody ? await readBody(ctx, invalid) : undefined;
     const input = check(route.input, { body, query: ctx.query, headers: ctx.headers });
     if (!input.valid) {
-      const missing = route.bikeBeforeBody && (await checks.bikeVersion(id.toLowerCase())) === null;
-      const status = missing ? 404 : invalid;
+      if (route.bikeBeforeBody || conditional) await lookFirst(Boolean(route.bikeBeforeBody));
       // Only a 400 says which field: PUT answers every failure 404, as the specification says.
-      throw new HttpError(status, status === 400 ? invalidFieldHeader(input.path) : {});
+      throw new HttpError(invalid, invalid === 400 ? invalidFieldHeader(input.path) : {});
     }
     try {
-      await handler(ctx, input.value);
+      await handler(ctx, input.value, { id, conditions });
     } catch (err) {
       if (isRejectedValue(err)) throw new HttpError(invalid, {}, { cause: err });
       throw err;

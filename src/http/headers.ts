@@ -1,0 +1,133 @@
+import type { JsonSchema } from './json-schema';
+
+/**
+ * Every header the API reads or answers with, declared once (docs/decisions.md#headers). Routes
+ * name the ones of their own (route.ts, `headersOf`, adds those that follow from what a route
+ * is); the CORS layer's allowed and exposed headers, the OpenAPI document's parameters and
+ * response headers, and what an error answer keeps all come from here, so a header cannot be
+ * added to a route and forgotten by one of them.
+ */
+export interface HeaderDeclaration {
+  description: string;
+  schema: JsonSchema;
+  example?: string;
+  /**
+   * Kept on an error answer of a route that set it before the error: it describes the request,
+   * not the answer it replaces (RateLimit: a refused request still spent its quota).
+   */
+  keptOnErrors?: true;
+}
+
+const text: JsonSchema = { type: 'string' };
+
+export const HEADERS = {
+  'X-Request-Id': {
+    description: 'Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made.',
+    schema: text,
+  },
+  Authorization: { description: '`Bearer <token>`, the token from POST /api/user.', schema: text },
+  'Content-Type': { description: 'The media type of the body.', schema: text },
+  'If-None-Match': {
+    description:
+      'On a read: the ETag of the copy you have; 304, with no body, while it is current. On a write: ' +
+      '`*`, write only if there is no such bike (on PUT: create only); or tags, write only if the bike is in ' +
+      'none of their states. Otherwise 412.',
+    schema: text,
+  },
+  'If-Match': {
+    description:
+      'Write only if the bike is in this state: its strong ETag, from a read or a write (a list of them, or ' +
+      '`*` for any state). Compared strongly: a weak tag never matches. Otherwise 412 and nothing changes.',
+    schema: text,
+  },
+  'X-Read-From': {
+    description:
+      'A list; an element `primary` reads from the primary database, to see your own writes at once. ' +
+      'Other values are ignored.',
+    schema: text,
+    example: 'primary',
+  },
+  'Idempotency-Key': {
+    description:
+      'Your name for this create (1 to 255 visible ASCII characters, no comma), to retry it safely: within ' +
+      '24 hours the same key from the same client (the username in your token; without one, the token ' +
+      'itself) with the same fields answers the first 200 again (with `Idempotent-Replayed: true`) and ' +
+      'creates nothing; with other fields, 422; while the first request is still running, 409.',
+    schema: text,
+    example: '8e03978e-40d5-43e8-bc93-6894a57f9324',
+  },
+  ETag: {
+    description:
+      "This representation's ETag: strong for a bike (one state of it: send it in If-Match), weak for a " +
+      'list. A compressed answer\'s strong tag ends in its coding (`-gzip"`, `-br"`) and stands for the same state.',
+    schema: text,
+  },
+  'Cache-Control': { description: '`no-cache`: revalidate before using a stored copy.', schema: text },
+  'X-Stale': {
+    description:
+      'Only while the primary cannot be reached and a replica answers: `as-of=<ISO time of the newest commit ' +
+      'the replica has>; age=<seconds since>`, or `unknown`. The answer may miss later writes.',
+    schema: text,
+  },
+  'Idempotent-Replayed': {
+    description: '`true` on an answer given again for an Idempotency-Key seen before (nothing was created).',
+    schema: { type: 'string', enum: ['true'] },
+  },
+  'RateLimit-Policy': {
+    description: 'The limit: `"<name>";q=<requests>;w=<seconds>` (`tokens` or `writes`, per client).',
+    schema: text,
+    keptOnErrors: true,
+  },
+  RateLimit: {
+    description: 'What is left of it: `"<name>";r=<requests left>;t=<seconds until the window ends>`.',
+    schema: text,
+    keptOnErrors: true,
+  },
+  'Retry-After': { description: 'Seconds to wait before trying again.', schema: { type: 'integer' } },
+  Allow: { description: 'The methods the path serves.', schema: text },
+  'X-Invalid-Field': {
+    description:
+      'The first field that failed, in the order of its schema: its dotted path in the body as sent ' +
+      '(`priceRange.minPrice.amount`), or the name of the query parameter (`query`) or request header ' +
+      '(`idempotency-key`). Absent when the body fails as a whole: malformed JSON, not an object, a media ' +
+      'type or charset that cannot be read, or a value the database refuses.',
+    schema: text,
+    example: 'priceRange.minPrice.amount',
+  },
+  'Write-Outcome': {
+    description:
+      '`unknown`: the database stopped answering while the write ran, so it may or may not have been ' +
+      'applied. Read the bike (its path is in `Content-Location`) to know; a retry is safe with the same ' +
+      'Idempotency-Key (POST) or with If-Match (PUT, PATCH, DELETE).',
+    schema: { type: 'string', enum: ['unknown'] },
+  },
+  'Content-Location': {
+    description: 'The bike the write was for: on a create, the id it was being made under.',
+    schema: text,
+    example: '/bikes/3f1c2a9e-8d4b-4c6f-9a1e-2b7d5e8f0c41',
+  },
+} as const satisfies Record<string, HeaderDeclaration>;
+
+export type HeaderName = keyof typeof HEADERS;
+
+/** Headers every answer carries, and every request may. */
+export const EVERY_ANSWER: HeaderName[] = ['X-Request-Id'];
+
+/** The error statuses' own headers, on any route that answers them. */
+export const ERROR_HEADERS: Partial<Record<number, HeaderName[]>> = {
+  400: ['X-Invalid-Field'],
+  409: ['Retry-After'],
+  429: ['Retry-After'],
+  503: ['Retry-After'],
+  504: ['Write-Outcome', 'Content-Location'],
+};
+
+/** The names of an object's own keys, typed as its keys. */
+function keysOf<T extends object>(object: T): Extract<keyof T, string>[] {
+  const keys: Extract<keyof T, string>[] = [];
+  for (const key in object) keys.push(key);
+  return keys;
+}
+
+/** The headers an error answer keeps from the answer it replaces. */
+export const KEPT_ON_ERRORS: HeaderName[] = keysOf(HEADERS).filter((name) => 'keptOnErrors' in HEADERS[name]);
