@@ -33,8 +33,8 @@ export interface AppDeps {
   corsOrigin?: string;
   /** The abuse limits (rule 28). */
   limits: AbuseLimits;
-  /** TRUST_PROXY: the client's address comes from X-Forwarded-For. */
-  trustProxy?: boolean;
+  /** TRUST_PROXY: how many proxies in front append to X-Forwarded-For (0: the peer is the client). */
+  trustedProxies?: number;
   /** False when METRICS_PORT serves /metrics on a listener of its own (metricsApp). */
   servesMetrics?: boolean;
 }
@@ -49,10 +49,12 @@ export function createApp({
   readiness,
   corsOrigin,
   limits,
-  trustProxy = false,
+  trustedProxies = 0,
   servesMetrics = true,
 }: AppDeps): Koa {
-  const app = new Koa({ proxy: trustProxy });
+  // The client (ctx.ip) is the entry the outermost of our proxies appended to X-Forwarded-For:
+  // the entries before it are whatever the client sent (docs/decisions.md#trusted-proxies).
+  const app = new Koa({ proxy: trustedProxies > 0, maxIpsCount: trustedProxies });
   // Errors are answered and logged by errorHandler; what reaches here is a failure while
   // streaming a body, after the status was sent.
   app.on('error', (err: Error & { code?: string }) => {
