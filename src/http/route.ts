@@ -8,6 +8,7 @@ import { isRejectedValue } from '../db/errors';
 import { readBody } from './body';
 import { HttpError } from './errors';
 import { invalidFieldHeader } from './invalid-field';
+import { newRouter } from './path-matching';
 import type { AbuseLimits, LimitKind } from './limits';
 import type { JsonSchema } from './json-schema';
 
@@ -160,17 +161,17 @@ function endpoint<Input>(
 }
 
 /**
- * The router of the declared routes, each with its handler. "all" names the list, never a bike:
- * the id routes pass /bikes/all by without answering, so any method but GET and HEAD there is a
- * 405 (see methodNotAllowed), not a 401 or a 404.
+ * The router of the declared routes, each with its handler. A literal path is mounted before the
+ * parameter beside it (API_ROUTES lists /bikes/all before /bikes/:id): GET /bikes/all is the
+ * list; every other method there, and every spelling but that one (/bikes/ALL, /bikes/%61ll),
+ * is the id route, whose "all" is no UUID (docs/decisions.md#path-matching).
  */
 export function routerOf<Routes extends Record<string, RouteDeclaration<unknown>>>(
   routes: Routes,
   handlers: Handlers<Routes>,
   checks: RouteChecks,
 ): Router {
-  const router = new Router();
-  router.param('id', (id, _ctx, next) => (id.toLowerCase() === 'all' ? undefined : next()));
+  const router = newRouter();
   for (const name in routes) {
     const route = routes[name];
     // A trailing slash is optional (rule 16): the router matches /bikes/ to the path /bikes,

@@ -341,6 +341,15 @@ describe('GET /openapi.json', () => {
       ['deleteBike', 'DELETE', `/bikes/${victim.id}`, { headers: { 'if-none-match': '*' } }, 412],
       ['deleteBike', 'DELETE', `/bikes/${victim.id}`, {}, 200],
       ['deleteBike', 'DELETE', `/bikes/${victim.id}`, {}, 404],
+      // Paths that spell "all" as no literal path does, and the id routes' writes at /bikes/all:
+      // each is the id route of the document ("concrete paths first"), never the list, never 405.
+      ['getBike', 'GET', '/bikes/ALL', {}, 404],
+      ['getBike', 'GET', '/bikes/%61ll', {}, 404],
+      ['replaceBike', 'PUT', '/bikes/all', { body: replacement, ...noToken }, 401],
+      ['replaceBike', 'PUT', '/bikes/ALL', { body: replacement }, 404],
+      ['updateBike', 'PATCH', '/bikes/%61ll', { body: {} }, 404],
+      ['deleteBike', 'DELETE', '/bikes/all', noToken, 401],
+      ['deleteBike', 'DELETE', '/bikes/all', {}, 404],
       ['issueToken', 'POST', '/api/user', { body: { username: 'probe' }, ...noToken }, 200],
       ['issueToken', 'POST', '/api/user', { body: { username: 5 }, ...noToken }, 400],
       [
