@@ -6,7 +6,7 @@ import { describe, exampleOf } from '../bikes/yup';
 import { API_ROUTES } from './api-routes';
 import { INVALID_FIELD_HEADER } from './invalid-field';
 import { fromDescription, type JsonSchema, toJsonSchema } from './json-schema';
-import { type ErrorStatus, hasBody, type RouteDeclaration } from './route';
+import { BEARER_CHALLENGE, type ErrorStatus, hasBody, type RouteDeclaration } from './route';
 
 /**
  * The OpenAPI 3.1 description of the nine operations, served at GET /openapi.json, made from
@@ -38,6 +38,15 @@ const INVALID_FIELD = {
       'type or charset that cannot be read, or a value the database refuses.',
     schema: { type: 'string' },
     example: 'priceRange.minPrice.amount',
+  },
+};
+
+/** On every 401 (route.ts): what to send. */
+const BEARER_CHALLENGE_HEADER = {
+  'WWW-Authenticate': {
+    description: 'The challenge: a bearer token, from `POST /api/user`.',
+    required: true,
+    schema: { type: 'string', const: BEARER_CHALLENGE },
   },
 };
 
@@ -321,6 +330,7 @@ function buildDocument() {
             headers: {
               ...REQUEST_ID_HEADER,
               ...(status === '400' && INVALID_FIELD),
+              ...(status === '401' && BEARER_CHALLENGE_HEADER),
               ...((status === '503' || status === '429') && {
                 'Retry-After': { description: 'Seconds to wait', schema: { type: 'integer' } },
               }),

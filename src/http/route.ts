@@ -92,12 +92,18 @@ export function isWellFormedPath(path: string): boolean {
 }
 
 /**
+ * What a 401 asks for: a bearer token (RFC 9110 15.5.2 and RFC 6750 3 make the challenge part of
+ * every 401; docs/decisions.md#bearer-challenge). No error code: the request had no token.
+ */
+export const BEARER_CHALLENGE = 'Bearer realm="bike-catalog"';
+
+/**
  * The bearer token, the second word of the Authorization header (rule 14): none is 401, one that
  * fails verification 403. Its payload is attached to the request, as the specification says.
  */
 function authenticate(ctx: Koa.Context, tokens: Tokens): void {
   const token = ctx.get('Authorization').split(' ')[1];
-  if (!token) throw new HttpError(401);
+  if (!token) throw new HttpError(401, { 'WWW-Authenticate': BEARER_CHALLENGE });
   try {
     ctx.state.user = tokens.verify(token);
   } catch {

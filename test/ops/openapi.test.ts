@@ -178,6 +178,19 @@ describe('GET /openapi.json', () => {
     }
   });
 
+  it('documents WWW-Authenticate on every 401, as the service sends it', () => {
+    const unauthorized = (document.components as unknown as { responses: Record<string, Json> }).responses.Unauthorized;
+    expect(unauthorized.headers).toMatchObject({
+      'WWW-Authenticate': { required: true, schema: { type: 'string', const: 'Bearer realm="bike-catalog"' } },
+    });
+    for (const { operation: op } of operations(document).filter(({ operation: op }) => op.responses['401'])) {
+      expect({ operationId: op.operationId, response: op.responses['401'] }).toEqual({
+        operationId: op.operationId,
+        response: { $ref: '#/components/responses/Unauthorized' },
+      });
+    }
+  });
+
   it('has request examples that the handlers\u2019 own schemas accept', () => {
     expect(validate(bikeFields, example(document, 'createBike', 'request'))).toBeDefined();
     expect(validate(replacement, example(document, 'replaceBike', 'request'))).toBeDefined();
