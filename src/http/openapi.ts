@@ -4,6 +4,7 @@ import path from 'node:path';
 import { bike } from '../bikes/bike';
 import { describe, exampleOf } from '../bikes/yup';
 import { API_ROUTES } from './api-routes';
+import { ACCEPTED_CONTENT_CODINGS } from './body';
 import { INVALID_FIELD_HEADER } from './invalid-field';
 import { fromDescription, type JsonSchema, toJsonSchema } from './json-schema';
 import { BEARER_CHALLENGE, type ErrorStatus, hasBody, type RouteDeclaration } from './route';
@@ -50,6 +51,15 @@ const BEARER_CHALLENGE_HEADER = {
   },
 };
 
+/** On every 415 (body.ts): the codings a body may come in. */
+const ACCEPT_ENCODING_HEADER = {
+  'Accept-Encoding': {
+    description: 'The content codings a request body may be sent in.',
+    required: true,
+    schema: { type: 'string', const: ACCEPTED_CONTENT_CODINGS },
+  },
+};
+
 /** The error responses, each a status and its reason phrase as plain text, never JSON; what each means. */
 const ERRORS = {
   400: 'The request failed validation.',
@@ -59,6 +69,7 @@ const ERRORS = {
   409: 'Conflict: another request with the same Idempotency-Key is still running.',
   412: 'A precondition failed (If-Match names another state of the bike, or none; If-None-Match: * and the bike exists). Nothing changed.',
   413: 'The body is larger than 1 MB; nothing is stored.',
+  415: 'The body is in a Content-Encoding the service cannot decode (see Accept-Encoding); nothing is stored.',
   422: 'The Idempotency-Key was used before with other fields; nothing is stored.',
   429: 'Over an abuse limit of this client (tokens or writes per minute, lists at once); retry after Retry-After seconds.',
   503: 'The database is not answering; retry (see Retry-After).',
@@ -72,15 +83,15 @@ const HEADERS_TOO_LARGE = {
 };
 
 /**
- * The error statuses of an operation, from its declaration: 401 and 403 with a token; 413 and
- * the status for bad input with a body; that status with query parameters; 404 with a path
+ * The error statuses of an operation, from its declaration: 401 and 403 with a token; 413, 415
+ * and the status for bad input with a body; that status with query parameters; 404 with a path
  * parameter (an id that is not a UUID, a handle no bike has); 503 where the database is needed.
  */
 function errorResponses(route: RouteDeclaration<unknown>) {
   const statuses = new Set<ErrorStatus>();
   const invalid = route.invalid ?? 404;
   if (route.token) [401, 403].forEach((s) => statuses.add(s as ErrorStatus));
-  if (hasBody(route)) [413, invalid].forEach((s) => statuses.add(s as ErrorStatus));
+  if (hasBody(route)) [413, 415, invalid].forEach((s) => statuses.add(s as ErrorStatus));
   if (route.queryParameters) statuses.add(invalid);
   if (route.path.includes('/:')) statuses.add(404);
   if (route.preconditions) statuses.add(412);
@@ -331,6 +342,7 @@ function buildDocument() {
               ...REQUEST_ID_HEADER,
               ...(status === '400' && INVALID_FIELD),
               ...(status === '401' && BEARER_CHALLENGE_HEADER),
+              ...(status === '415' && ACCEPT_ENCODING_HEADER),
               ...((status === '503' || status === '429') && {
                 'Retry-After': { description: 'Seconds to wait', schema: { type: 'integer' } },
               }),

@@ -13,7 +13,7 @@ import type { AbuseLimits, LimitKind } from './limits';
 import type { JsonSchema } from './json-schema';
 
 /** The error statuses a route can answer, besides 431 (node's HTTP parser, for any request). */
-export type ErrorStatus = 400 | 401 | 403 | 404 | 409 | 412 | 413 | 422 | 429 | 503;
+export type ErrorStatus = 400 | 401 | 403 | 404 | 409 | 412 | 413 | 415 | 422 | 429 | 503;
 
 /**
  * One route, declared once (src/http/api-routes.ts): the router mounts it and the OpenAPI

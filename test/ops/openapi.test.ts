@@ -38,18 +38,19 @@ const METHODS = ['get', 'put', 'post', 'patch', 'delete', 'head', 'options', 'tr
 /**
  * The statuses each operation may answer, from the specification and docs/decisions.md (17: 503
  * when the database is down; 23: 412 when a write's If-Match or If-None-Match does not hold; 24:
- * 409 and 422 for an Idempotency-Key in use, or used with other fields; 28: 429 over an abuse limit).
+ * 409 and 422 for an Idempotency-Key in use, or used with other fields; 28: 429 over an abuse limit;
+ * Content codings: 415 for a body in a coding the service cannot decode, on every route that reads one).
  */
 const ALLOWED_STATUSES: Record<string, number[]> = {
   listBikes: [200, 304, 429, 431, 503],
   getBike: [200, 304, 404, 431, 503],
   getBikeByHandle: [200, 304, 404, 431, 503],
   searchBikesByTitle: [200, 304, 400, 429, 431, 503],
-  createBike: [200, 400, 401, 403, 409, 413, 422, 429, 431, 503],
-  replaceBike: [200, 401, 403, 404, 412, 413, 429, 431, 503],
-  updateBike: [200, 400, 401, 403, 404, 412, 413, 429, 431, 503],
+  createBike: [200, 400, 401, 403, 409, 413, 415, 422, 429, 431, 503],
+  replaceBike: [200, 401, 403, 404, 412, 413, 415, 429, 431, 503],
+  updateBike: [200, 400, 401, 403, 404, 412, 413, 415, 429, 431, 503],
   deleteBike: [200, 401, 403, 404, 412, 429, 431, 503],
-  issueToken: [200, 400, 413, 429, 431],
+  issueToken: [200, 400, 413, 415, 429, 431],
 };
 
 /** Served for operators and the docs page, not part of the API the document describes. */
@@ -222,6 +223,7 @@ describe('GET /openapi.json', () => {
       'Too Many Requests',
       'Unauthorized',
       'Unprocessable Entity',
+      'Unsupported Media Type',
     ]);
   });
 
@@ -312,6 +314,7 @@ describe('GET /openapi.json', () => {
     const noToken = { token: '' };
     const badToken = { token: 'not.a.token' };
     const replacement = { ...newBike(), id: bike.id, handle: bike.handle };
+    const zstd = { 'content-encoding': 'zstd' };
 
     const probes: [
       operationId: string,
@@ -363,6 +366,11 @@ describe('GET /openapi.json', () => {
       ['updateBike', 'PATCH', '/bikes/%61ll', { body: {} }, 404],
       ['deleteBike', 'DELETE', '/bikes/all', noToken, 401],
       ['deleteBike', 'DELETE', '/bikes/all', {}, 404],
+      // A body in a coding the service cannot decode: 415 on every route that reads one.
+      ['createBike', 'POST', '/bikes/', { body: newBike(), headers: zstd }, 415],
+      ['replaceBike', 'PUT', `/bikes/${bike.id}`, { body: replacement, headers: zstd }, 415],
+      ['updateBike', 'PATCH', `/bikes/${bike.id}`, { body: {}, headers: zstd }, 415],
+      ['issueToken', 'POST', '/api/user', { body: {}, headers: zstd, ...noToken }, 415],
       ['issueToken', 'POST', '/api/user', { body: { username: 'probe' }, ...noToken }, 200],
       ['issueToken', 'POST', '/api/user', { body: { username: 5 }, ...noToken }, 400],
       [

@@ -8,11 +8,11 @@
  * | /bikes/search/by-title        | GET, HEAD  | 200, 400                         | spec 4; rule 5 (repeated `query`, U+0000: 400)                   |
  * | /bikes/by-handle/:handle      | GET, HEAD  | 200, 404                         | spec 3                                                                |
  * | /bikes/:id                    | GET, HEAD  | 200, 404                         | spec 2; rule 6 (not a UUID: 404)                                 |
- * | /bikes, /bikes/               | POST       | 200, 400, 401, 403, 413          | spec 5 and Authentication; rule 12 (over 1 MB: 413)              |
- * | /bikes/:id                    | PUT        | 200, 401, 403, 404, 413          | spec 6 (every failure 404); rule 8, 11, 12                       |
- * | /bikes/:id                    | PATCH      | 200, 400, 401, 403, 404, 413     | spec 7; rule 9, 11, 12                                           |
+ * | /bikes, /bikes/               | POST       | 200, 400, 401, 403, 413, 415     | spec 5 and Authentication; rule 12 (over 1 MB: 413); content codings (415) |
+ * | /bikes/:id                    | PUT        | 200, 401, 403, 404, 413, 415     | spec 6 (every failure 404); rule 8, 11, 12; content codings (415) |
+ * | /bikes/:id                    | PATCH      | 200, 400, 401, 403, 404, 413, 415 | spec 7; rule 9, 11, 12; content codings (415)                   |
  * | /bikes/:id                    | DELETE     | 200, 401, 403, 404               | spec 8; rule 10                                                  |
- * | /api/user                     | POST       | 200, 400, 413                    | spec 9; rule 12, 13                                              |
+ * | /api/user                     | POST       | 200, 400, 413, 415               | spec 9; rule 12, 13; content codings (415)                       |
  * | /healthz /readyz /openapi.json /docs /docs/swagger-initializer.js | GET, HEAD | 200 | operations routes (the database is up during the fuzz run)   |
  * | /docs/:asset                  | GET, HEAD  | 200, 404                         | a Swagger UI file, or none                                            |
  * | /bikes/all with another method, or spelled otherwise (/bikes/ALL, /bikes/%61ll) | any | as /bikes/:id | docs/decisions.md#path-matching: the literal path first, then the id route |
@@ -51,14 +51,14 @@ export const ROUTES: Route[] = [
     pattern: /^\/bikes\/[^/]+$/,
     methods: {
       GET: [200, 404],
-      PUT: [200, 401, 403, 404, 413],
-      PATCH: [200, 400, 401, 403, 404, 413],
+      PUT: [200, 401, 403, 404, 413, 415],
+      PATCH: [200, 400, 401, 403, 404, 413, 415],
       DELETE: [200, 401, 403, 404],
     },
     protected: ['PUT', 'PATCH', 'DELETE'],
   },
-  { pattern: /^\/bikes$/, methods: { POST: [200, 400, 401, 403, 413] }, protected: ['POST'] },
-  { pattern: /^\/api\/user$/, methods: { POST: [200, 400, 413] } },
+  { pattern: /^\/bikes$/, methods: { POST: [200, 400, 401, 403, 413, 415] }, protected: ['POST'] },
+  { pattern: /^\/api\/user$/, methods: { POST: [200, 400, 413, 415] } },
   { pattern: /^\/(healthz|readyz|openapi\.json|docs|docs\/swagger-initializer\.js)$/, methods: READ([200]) },
   { pattern: /^\/docs\/[^/]+$/, methods: READ([200, 404]) },
 ];
