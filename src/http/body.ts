@@ -5,6 +5,7 @@ import getRawBody from 'raw-body';
 import typeis from 'type-is';
 import { HttpError } from './errors';
 import { numberWithoutDouble } from './json-numbers';
+import { inviteBody } from './listener';
 
 export const BODY_LIMIT_BYTES = 1024 * 1024;
 const BODY_LIMIT = '1mb';
@@ -91,6 +92,8 @@ export async function readBody(ctx: Koa.Context, invalid: number): Promise<unkno
   }
   // inflation reads the coding from the header itself, and knows each by one lowercase name.
   ctx.req.headers['content-encoding'] = coding;
+  // Everything the headers decide has been decided: a client waiting to send the body may now.
+  inviteBody(ctx.res);
   const { kind, charset } = mediaTypeOf(ctx.get('Content-Type'));
   if (kind === undefined) {
     // Read to its end, so the connection stays usable; only an empty one is acceptable.

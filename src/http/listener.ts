@@ -64,6 +64,19 @@ function lingeringClose(socket: Socket): void {
   socket.resume();
 }
 
+/**
+ * Responses whose client sent `Expect: 100-continue` and waits for `100 Continue` before it sends
+ * the body. Node would send it at once, before the app could refuse the request by its headers
+ * (a 401, a 413): the app sends it only when it is about to read the body
+ * (docs/decisions.md#100-continue).
+ */
+const awaitingContinue = new WeakSet<http.ServerResponse>();
+
+/** Asks for the body of a request whose client waits for `100 Continue` (once; else nothing). */
+export function inviteBody(res: http.ServerResponse): void {
+  if (awaitingContinue.delete(res) && !res.headersSent) res.writeContinue();
+}
+
 /** Node's answers to requests its parser refuses (otherwise 400), sent the same way, but closed lingeringly. */
 const CLIENT_ERROR_STATUS: Record<string, number> = {
   HPE_HEADER_OVERFLOW: 431,
@@ -162,6 +175,12 @@ export async function listen(handler: Handler, port: number): Promise<Listener> 
   );
   server.setTimeout(LIMITS.socketIdleTimeout);
   server.on('clientError', onClientError);
+  // The app decides whether to ask for the body (inviteBody); node closes the connection after an
+  // answer given without it, so the unsent body is never taken for the next request.
+  server.on('checkContinue', (req: http.IncomingMessage, res: http.ServerResponse) => {
+    awaitingContinue.add(res);
+    handle(req, res);
+  });
   // An Expect other than 100-continue: 417, as node answers it, but never to a malformed request.
   server.on('checkExpectation', (req: http.IncomingMessage, res: http.ServerResponse) => {
     if (prepare(req, res)) res.writeHead(417, { 'Content-Length': '0' }).end();
