@@ -33,11 +33,25 @@ export interface AppDeps {
   corsOrigin?: string;
   /** The abuse limits (docs/decisions.md#abuse-limits). */
   limits: AbuseLimits;
-  /** TRUST_PROXY: the client's address comes from X-Forwarded-For. */
-  trustProxy?: boolean;
+  /** TRUST_PROXY: how many proxies in front append to X-Forwarded-For (0: the peer is the client). */
+  trustedProxies?: number;
   /** False when METRICS_PORT serves /metrics on a listener of its own (metricsApp). */
   servesMetrics?: boolean;
 }
+
+/**
+ * The codes of a connection lost while a response was being sent: the client reset it, closed
+ * it, or stopped answering (or a shutdown cut it after its grace). Nothing of ours failed, so
+ * they are logged at info, not as errors (docs/decisions.md#clients-that-go-away).
+ */
+const CONNECTION_LOST = new Set([
+  'ECONNRESET',
+  'EPIPE',
+  'ECONNABORTED',
+  'ETIMEDOUT',
+  'ERR_STREAM_PREMATURE_CLOSE',
+  'ERR_STREAM_DESTROYED',
+]);
 
 /** The Koa application, without listening: the server entry and the tests both build it here. */
 export function createApp({
@@ -49,16 +63,28 @@ export function createApp({
   readiness,
   corsOrigin,
   limits,
-  trustProxy = false,
+  trustedProxies = 0,
   servesMetrics = true,
 }: AppDeps): Koa {
-  const app = new Koa({ proxy: trustProxy });
+  // The client (ctx.ip) is the entry the outermost of our proxies appended to X-Forwarded-For:
+  // the entries before it are whatever the client sent (docs/decisions.md#trusted-proxies).
+  const app = new Koa({ proxy: trustedProxies > 0, maxIpsCount: trustedProxies });
   // Errors are answered and logged by errorHandler; what reaches here is a failure while
   // streaming a body, after the status was sent.
-  app.on('error', (err: Error & { code?: string }) => {
-    // A client that went away mid-stream (or a shutdown that cut it) is not a fault of ours.
-    if (err.code === 'ERR_STREAM_PREMATURE_CLOSE') logger.info({ err: err.message }, 'response stream closed early');
-    else logger.error({ err }, 'response failed after headers were sent');
+  const reportedLost = new WeakSet<Koa.Context>();
+  app.on('error', (err: Error & { code?: string }, ctx?: Koa.Context) => {
+    if (err.code === undefined || !CONNECTION_LOST.has(err.code)) {
+      logger.error({ err }, 'response failed after headers were sent');
+      return;
+    }
+    // A lost connection shows as several errors (the socket's ECONNRESET, then the body's
+    // premature close): one line says what happened first.
+    if (ctx && reportedLost.has(ctx)) return;
+    if (ctx) reportedLost.add(ctx);
+    logger.info(
+      { requestId: ctx?.state.requestId, code: err.code, err: err.message },
+      'connection lost before the response ended',
+    );
   });
 
   app.use(requestLog(logger));

@@ -25,8 +25,12 @@ export interface Config {
   logLevel: string;
   /** Abuse limits per client (docs/decisions.md, rule 28). */
   limits: Limits;
-  /** TRUST_PROXY: a client is the first address of X-Forwarded-For (behind nginx), not the peer. */
-  trustProxy: boolean;
+  /**
+   * TRUST_PROXY: how many proxies of ours stand in front (0: none, the peer is the client). The
+   * client is the address the outermost of them appended to X-Forwarded-For, never an entry the
+   * client wrote itself (docs/decisions.md#trusted-proxies).
+   */
+  trustedProxies: number;
 }
 
 export interface Limits {
@@ -137,6 +141,23 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env, { signsTokens =
     corsOrigin: nonEmpty(env.CORS_ORIGIN),
     logLevel,
     limits,
-    trustProxy: ['1', 'true'].includes(nonEmpty(env.TRUST_PROXY)?.toLowerCase() ?? ''),
+    trustedProxies: trustedProxies(nonEmpty(env.TRUST_PROXY)),
   };
+}
+
+/**
+ * TRUST_PROXY: a number of proxies; `true` is one (the setting once meant "behind a proxy"),
+ * unset or `false` none. Anything else is refused rather than guessed: trusting too many lets a
+ * client choose its own address, and with it escape its limits (docs/decisions.md#trusted-proxies).
+ */
+function trustedProxies(text: string | undefined): number {
+  const value = text?.trim().toLowerCase();
+  if (value === undefined || value === 'false') return 0;
+  if (value === 'true') return 1;
+  if (!/^\d+$/.test(value)) {
+    throw new ConfigError(
+      `TRUST_PROXY must be the number of proxies in front of the service (or true for 1), got "${text}"`,
+    );
+  }
+  return Number(value);
 }

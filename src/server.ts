@@ -106,7 +106,7 @@ export async function startService(config: Config, logger: Logger): Promise<Serv
         },
         config.limits.listStreams,
       ),
-      trustProxy: config.trustProxy,
+      trustedProxies: config.trustedProxies,
       servesMetrics: config.metricsPort === undefined,
     });
     const listener = await listen(app.callback(), config.port);

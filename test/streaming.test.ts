@@ -8,6 +8,8 @@ import { client } from './support/bikes';
 import { readMetrics, valueOf } from './support/metrics';
 import { startTestService, type TestService } from './support/service';
 import { waitFor } from './support/wait';
+import { Writable } from 'node:stream';
+import pino from 'pino';
 
 /**
  * /bikes/all and the search stream their JSON array in batches (LIST_BATCH_SIZE rows). These tests
@@ -299,4 +301,53 @@ describe('streamed arrays over a catalog larger than one batch', () => {
       }
     });
   });
+});
+
+/**
+ * A client that goes away mid-list (docs/decisions.md#clients-that-go-away): logged at info,
+ * with what happened, never as an error of ours.
+ */
+describe('when the client goes away in the middle of a list', () => {
+  /** Enough bikes that the list is still streaming when the client leaves. */
+  const LARGE_CATALOG = 20_000;
+  const lines: Array<{ level: number; msg: string; code?: string; requestId?: string }> = [];
+  let svc: TestService;
+
+  beforeAll(async () => {
+    const capture = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        for (const line of chunk.toString('utf8').split('\n').filter(Boolean)) lines.push(JSON.parse(line));
+        done();
+      },
+    });
+    svc = await startTestService({ logger: pino({ level: 'debug' }, capture) });
+    await seedBikes(svc.databaseUrl, LARGE_CATALOG, 'Road Abandoned');
+  }, 60_000);
+  afterAll(() => svc.stop());
+
+  it.each(['identity', 'gzip'])(
+    'when the client resets the connection after the first bytes (%s), it logs no warning or error, and one info line that the connection was lost, with its code',
+    async (encoding) => {
+      lines.length = 0;
+      await new Promise<void>((resolve, reject) =>
+        http
+          .get(`${svc.baseUrl}/bikes/all`, { headers: { 'accept-encoding': encoding } }, (res) => {
+            res.once('data', () => {
+              // A reset, not a polite close: what a client that crashed or was killed does.
+              res.socket.resetAndDestroy();
+              resolve();
+            });
+          })
+          .on('error', reject),
+      );
+      const found = (msg: string) => async () => lines.find((line) => line.msg === msg);
+      await waitFor('the line that the connection was lost', found('connection lost before the response ended'), 5_000);
+      const request = await waitFor('the request line', found('request'), 5_000);
+      expect(request).toMatchObject({ path: '/bikes/all', status: 200, aborted: true });
+      expect(lines.filter((line) => line.level >= 40)).toEqual([]);
+      expect(lines.filter((line) => line.msg === 'connection lost before the response ended')).toEqual([
+        expect.objectContaining({ level: 30, requestId: request.requestId, code: expect.any(String) }),
+      ]);
+    },
+  );
 });

@@ -185,13 +185,17 @@ export const statements = {
    * slots, which every committed change to bikes bumps; the newest transaction that bumped one
    * (a restore rewrites them all); and the triggers that keep them, each with whether it is on
    * and the transaction that last changed it (switching one off and on again changes that).
+   * `counting`: every one of them is on, whoever writes (ENABLE ALWAYS); otherwise a change
+   * may leave the slots as they were, and no tag stands for the rows.
    */
   listVersion: prepare({}, () =>
     kysely.selectFrom('catalog_version_slots').select([
       sql<string>`sum(version)::text`.as('version'),
       sql<string>`max(xmin::text::bigint)::text`.as('touched'),
       sql<string>`(SELECT string_agg(tgname || ':' || tgenabled::text || ':' || xmin::text, ',' ORDER BY tgname)
-                       FROM pg_trigger WHERE tgrelid = 'bikes'::regclass AND NOT tgisinternal)`.as('triggers'),
+                       FROM pg_trigger WHERE tgrelid = 'bikes'::regclass AND tgname LIKE 'bikes\\_%')`.as('triggers'),
+      sql<boolean>`(SELECT bool_and(tgenabled = 'A')
+                        FROM pg_trigger WHERE tgrelid = 'bikes'::regclass AND tgname LIKE 'bikes\\_%')`.as('counting'),
     ]),
   ),
   insert: prepare({ id: param<string>(), ...bikeParams() }, (p) =>
@@ -488,9 +492,9 @@ export function createBikeRepository({ writes, reads = poolReads(writes) }: { wr
 
     /**
      * Bikes oldest first, optionally only those whose title contains a term, all from one
-     * snapshot of one database (Reads.snapshot). First `version`, what the list's ETag is made of:
-     * when `current` says the client's copy is of that version, no row is read (`current` is
-     * true). Otherwise the first batch is read too, still where a replica that fails leaves the
+     * snapshot of one database (Reads.snapshot). First `version`, what the list's ETag is made of
+     * (undefined while a trigger that keeps it is off): when `current` says the client's copy is
+     * of that version, no row is read (`current` is true). Otherwise the first batch is read too, still where a replica that fails leaves the
      * list to the primary, and the rest as `batches` is iterated (from the same snapshot, which
      * ends when it does, or with `close`).
      */
@@ -505,9 +509,11 @@ export function createBikeRepository({ writes, reads = poolReads(writes) }: { wr
           ? statements.batch.run(query, { after, limit: batchSize })
           : statements.titleBatch.run(query, { pattern, after, limit: batchSize });
       const { begun, snapshot } = await reads.snapshot(async (query) => {
-        const [{ version, touched, triggers }] = await statements.listVersion.run(query, {});
-        const parts = [version, touched, triggers];
-        return { version: parts, first: current(parts) ? undefined : await batchAfter(query, BEFORE_FIRST_SEQ) };
+        const [{ version, touched, triggers, counting }] = await statements.listVersion.run(query, {});
+        // Without the triggers counting every change, no version can stand for the rows.
+        const parts = counting ? [version, touched, triggers] : undefined;
+        const isCurrent = parts !== undefined && current(parts);
+        return { version: parts, first: isCurrent ? undefined : await batchAfter(query, BEFORE_FIRST_SEQ) };
       });
       const { version, first } = begun;
       if (first === undefined) await snapshot.close();

@@ -225,9 +225,26 @@ async function configureServiceRole(client: Client, role: string, log: (message:
 }
 
 /**
+ * The triggers that keep the catalog's versions (and its change log) fire whoever writes: ENABLE
+ * ALWAYS, as the migrations made them. One the tables' owner switched off, or on again with plain
+ * ENABLE (which leaves it off for replication sessions), is put back, and said
+ * (docs/decisions.md#conditional-get): until then the lists answer without an ETag.
+ */
+async function triggersAlwaysOn(client: Client, log: (message: string) => void): Promise<void> {
+  const { rows } = await client.query<{ name: string }>(
+    `SELECT tgname AS name FROM pg_trigger
+      WHERE tgrelid = 'bikes'::regclass AND tgname LIKE 'bikes\\_%' AND tgenabled <> 'A'`,
+  );
+  for (const { name } of rows) {
+    await client.query(`ALTER TABLE bikes ENABLE ALWAYS TRIGGER ${client.escapeIdentifier(name)}`);
+    log(`warning: trigger ${name} on bikes was not always on; it is again`);
+  }
+}
+
+/**
  * What every start and every tool does first: the pending migrations, then, in one transaction
  * under the migrations' lock (instances starting at once would collide on the same grants), the
- * service role's rights and settings. Returns what was applied.
+ * service role's rights and settings, and the triggers on. Returns what was applied.
  */
 export async function prepareDatabase(
   server: { directUrl: string; url: string },
@@ -237,7 +254,10 @@ export async function prepareDatabase(
   const client = new Client({ connectionString: server.directUrl });
   await client.connect();
   try {
-    await underMigrationLock(client, () => configureServiceRole(client, roleOf(server.url), log));
+    await underMigrationLock(client, async () => {
+      await configureServiceRole(client, roleOf(server.url), log);
+      await triggersAlwaysOn(client, log);
+    });
     return { applied };
   } finally {
     await client.end();

@@ -86,7 +86,8 @@ export const API_ROUTES = {
     description:
       'Stores the body under the path id (a body id is not used as the key; the handle is stored as given). ' +
       'A well-formed id with no bike creates it there. Every failure, including a body that fails ' +
-      'validation, answers 404, as the specification says.',
+      'validation, answers 404, as the specification says; a body in a Content-Encoding the service ' +
+      'cannot decode is no failure of the replace, but an unsupported media: 415.',
     token: true,
     limit: 'writes',
     input: input({ body: replacement }),

@@ -4,7 +4,9 @@ import bodyParser from 'koa-bodyparser';
 import getRawBody from 'raw-body';
 import typeis from 'type-is';
 import { HttpError } from './errors';
+import { ACCEPTED_CONTENT_CODINGS } from './headers';
 import { numberWithoutDouble } from './json-numbers';
+import { inviteBody } from './listener';
 
 export const BODY_LIMIT_BYTES = 1024 * 1024;
 const BODY_LIMIT = '1mb';
@@ -15,6 +17,20 @@ const FORM_TYPES = ['application/x-www-form-urlencoded'];
 const NOT_CHARSETS = new Set(['base64', 'hex']);
 /** Encodings of all of Unicode: only in these may a body carry U+FFFD itself. */
 const UNICODE_CHARSET = /^(utf-?(8|16|32)|ucs-?2|cesu-?8|utf-?7|gb18030)/;
+
+/**
+ * The content codings a body may come in, by the name inflation (under co-body) decodes them by:
+ * `x-gzip` is gzip (RFC 9110 8.4.1.3), and names are case-insensitive. Any other coding, or more
+ * than one, is 415 (docs/decisions.md#content-codings).
+ */
+const CONTENT_CODINGS: Record<string, string> = {
+  identity: 'identity',
+  gzip: 'gzip',
+  'x-gzip': 'gzip',
+  deflate: 'deflate',
+  br: 'br',
+};
+/** The 415's Accept-Encoding: the codings a body may come in (RFC 9110 12.5.3). */
 
 /** What the body is read as (JSON, form fields, or neither: undefined), and in which charset. */
 function mediaTypeOf(header: string): { kind: 'json' | 'form' | undefined; charset: string } {
@@ -56,7 +72,7 @@ function parserFor(charset: string): Koa.Middleware {
 /**
  * The body of a request, as docs/decisions.md rules 12 and 27 read it: `{}` when empty; refused
  * with `invalid` (400, or 404 on PUT) when it cannot be read faithfully (a number with no nearest
- * double included); 413 over 1 MB, unread.
+ * double included); 413 over 1 MB, and 415 in a coding it cannot decode, both unread.
  */
 export async function readBody(ctx: Koa.Context, invalid: number): Promise<unknown> {
   // Closing after a 413, or after a body abandoned half-read (bad gzip), keeps the unread rest
@@ -67,6 +83,17 @@ export async function readBody(ctx: Koa.Context, invalid: number): Promise<unkno
       : new HttpError(invalid, ctx.req.complete ? {} : { Connection: 'close' });
 
   if (Number(ctx.get('Content-Length')) > BODY_LIMIT_BYTES) throw refuse({ status: 413 });
+  // Not a failure of what the body says, on any route (PUT's 404 included): a body we cannot
+  // decode at all is an unsupported media (RFC 9110 15.5.16; docs/decisions.md#content-codings).
+  const coding = CONTENT_CODINGS[ctx.get('Content-Encoding').trim().toLowerCase() || 'identity'];
+  if (coding === undefined) {
+    // Unread, like a 413's: the connection closes rather than carry the rest.
+    throw new HttpError(415, { 'Accept-Encoding': ACCEPTED_CONTENT_CODINGS, Connection: 'close' });
+  }
+  // inflation reads the coding from the header itself, and knows each by one lowercase name.
+  ctx.req.headers['content-encoding'] = coding;
+  // Everything the headers decide has been decided: a client waiting to send the body may now.
+  inviteBody(ctx.res);
   const { kind, charset } = mediaTypeOf(ctx.get('Content-Type'));
   if (kind === undefined) {
     // Read to its end, so the connection stays usable; only an empty one is acceptable.

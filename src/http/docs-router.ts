@@ -1,8 +1,9 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import Router from '@koa/router';
+import type Router from '@koa/router';
 import { HttpError } from './errors';
 import { openApiDocument } from './openapi';
+import { newRouter } from './path-matching';
 
 /**
  * GET /openapi.json, and GET /docs: Swagger UI rendering it, served from the swagger-ui-dist
@@ -58,7 +59,7 @@ const CONTENT_SECURITY_POLICY =
 export const DOCS_PAGE = '/docs';
 
 export function docsRouter(): Router {
-  const router = new Router();
+  const router = newRouter();
   const cache = new Map<string, Buffer>();
   // Built on first request: a document that cannot be built fails /openapi.json (and its
   // tests), not the start of the API.

@@ -20,6 +20,15 @@ export interface HeaderDeclaration {
 
 const text: JsonSchema = { type: 'string' };
 
+/**
+ * What a 401 asks for: a bearer token (RFC 9110 15.5.2 and RFC 6750 3 make the challenge part of
+ * every 401; docs/decisions.md#bearer-challenge). No error code: the request had no token.
+ */
+export const BEARER_CHALLENGE = 'Bearer realm="bike-catalog"';
+
+/** The content codings a request body may come in (RFC 9110, 12.5.3: a 415 names them). */
+export const ACCEPTED_CONTENT_CODINGS = 'gzip, deflate, br';
+
 export const HEADERS = {
   'X-Request-Id': {
     description: 'Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made.',
@@ -94,6 +103,14 @@ export const HEADERS = {
     schema: text,
     example: 'priceRange.minPrice.amount',
   },
+  'WWW-Authenticate': {
+    description: 'The challenge: a bearer token, from `POST /api/user`.',
+    schema: { type: 'string', const: BEARER_CHALLENGE },
+  },
+  'Accept-Encoding': {
+    description: 'The content codings a request body may be sent in.',
+    schema: { type: 'string', const: ACCEPTED_CONTENT_CODINGS },
+  },
   'Write-Outcome': {
     description:
       '`unknown`: the database stopped answering while the write ran, so it may or may not have been ' +
@@ -116,7 +133,9 @@ export const EVERY_ANSWER: HeaderName[] = ['X-Request-Id'];
 /** The error statuses' own headers, on any route that answers them. */
 export const ERROR_HEADERS: Partial<Record<number, HeaderName[]>> = {
   400: ['X-Invalid-Field'],
+  401: ['WWW-Authenticate'],
   409: ['Retry-After'],
+  415: ['Accept-Encoding'],
   429: ['Retry-After'],
   503: ['Retry-After'],
   504: ['Write-Outcome', 'Content-Location'],

@@ -1,6 +1,7 @@
-import Router from '@koa/router';
+import type Router from '@koa/router';
 import type { Readiness } from '../db/readiness';
 import { registry } from '../metrics';
+import { newRouter } from './path-matching';
 
 /**
  * For operators. GET /healthz: 200 while the process is up (liveness). GET /readyz: 200 when
@@ -8,7 +9,7 @@ import { registry } from '../metrics';
  * not an error, so it is not logged as one.
  */
 export function healthRouter(readiness: () => Promise<Readiness>): Router {
-  const router = new Router();
+  const router = newRouter();
 
   router.get('/healthz', (ctx) => {
     ctx.set('Cache-Control', 'no-store');
@@ -29,7 +30,7 @@ export function healthRouter(readiness: () => Promise<Readiness>): Router {
 
 /** GET /metrics: Prometheus's text format. On the API's port, or alone on METRICS_PORT. */
 export function metricsRouter(): Router {
-  const router = new Router();
+  const router = newRouter();
   router.get('/metrics', async (ctx) => {
     ctx.set('Cache-Control', 'no-store');
     ctx.type = registry.contentType;

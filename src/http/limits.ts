@@ -6,7 +6,7 @@ import { HttpError } from './errors';
 export type LimitKind = 'tokens' | 'writes' | 'listStreams';
 
 /**
- * The abuse limits, per client (its address: ctx.ip, the X-Forwarded-For one with TRUST_PROXY):
+ * The abuse limits, per client (its address: ctx.ip, which TRUST_PROXY may take from X-Forwarded-For):
  * tokens and writes per minute, counted in PostgreSQL over all instances; list streams at once,
  * counted here, as each holds this instance's connection and memory. Over a limit: 429 with
  * Retry-After and the IETF draft's RateLimit-Policy and RateLimit headers, which every answer

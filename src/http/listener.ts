@@ -64,6 +64,19 @@ function lingeringClose(socket: Socket): void {
   socket.resume();
 }
 
+/**
+ * Responses whose client sent `Expect: 100-continue` and waits for `100 Continue` before it sends
+ * the body. Node would send it at once, before the app could refuse the request by its headers
+ * (a 401, a 413): the app sends it only when it is about to read the body
+ * (docs/decisions.md#100-continue).
+ */
+const awaitingContinue = new WeakSet<http.ServerResponse>();
+
+/** Asks for the body of a request whose client waits for `100 Continue` (once; else nothing). */
+export function inviteBody(res: http.ServerResponse): void {
+  if (awaitingContinue.delete(res) && !res.headersSent) res.writeContinue();
+}
+
 /** Node's answers to requests its parser refuses (otherwise 400), sent the same way, but closed lingeringly. */
 const CLIENT_ERROR_STATUS: Record<string, number> = {
   HPE_HEADER_OVERFLOW: 431,
@@ -72,12 +85,27 @@ const CLIENT_ERROR_STATUS: Record<string, number> = {
 };
 
 /**
- * A Transfer-Encoding that does not end in chunked leaves the length unknowable: 400 and close
- * (RFC 9112, 6.3), where node would read to the end of the connection, next requests included.
+ * A Transfer-Encoding that does not end in chunked leaves the length unknowable (RFC 9112, 6.3),
+ * where node would read to the end of the connection, next requests included.
  */
-function refuseUnframed(req: http.IncomingMessage, res: http.ServerResponse): boolean {
+function isUnframed(req: http.IncomingMessage): boolean {
   const transferEncoding = req.headers['transfer-encoding'];
-  if (transferEncoding === undefined || /(^|,)\s*chunked\s*$/i.test(transferEncoding)) return false;
+  return transferEncoding !== undefined && !/(^|,)\s*chunked\s*$/i.test(transferEncoding);
+}
+
+/**
+ * Two Host lines leave the target's authority ambiguous (RFC 9112, 3.2: 400), where node keeps
+ * the first and a proxy in front may have read the other (docs/decisions.md#one-host).
+ */
+function hasSeveralHosts(req: http.IncomingMessage): boolean {
+  let hosts = 0;
+  for (let i = 0; i < req.rawHeaders.length; i += 2) if (req.rawHeaders[i].toLowerCase() === 'host') hosts++;
+  return hosts > 1;
+}
+
+/** A request node's parser lets through that we cannot read safely: 400, and the connection closes. */
+function refuseMalformed(req: http.IncomingMessage, res: http.ServerResponse): boolean {
+  if (!isUnframed(req) && !hasSeveralHosts(req)) return false;
   res.shouldKeepAlive = false;
   res.writeHead(400, { 'Content-Type': 'text/plain; charset=utf-8', 'Content-Length': '11' }).end('Bad Request');
   return true;
@@ -120,7 +148,7 @@ export async function listen(handler: Handler, port: number): Promise<Listener> 
 
   /** What every response gets before anyone answers: false when it was answered here. */
   const prepare = (req: http.IncomingMessage, res: http.ServerResponse): boolean => {
-    if (refuseUnframed(req, res)) return false;
+    if (refuseMalformed(req, res)) return false;
     open.add(res);
     res.once('close', () => open.delete(res));
     // A streamed answer gathers about a dozen 'close' listeners, each once per response: this
@@ -147,7 +175,13 @@ export async function listen(handler: Handler, port: number): Promise<Listener> 
   );
   server.setTimeout(LIMITS.socketIdleTimeout);
   server.on('clientError', onClientError);
-  // An Expect other than 100-continue: 417, as node answers it, but never to an unframed request.
+  // The app decides whether to ask for the body (inviteBody); node closes the connection after an
+  // answer given without it, so the unsent body is never taken for the next request.
+  server.on('checkContinue', (req: http.IncomingMessage, res: http.ServerResponse) => {
+    awaitingContinue.add(res);
+    handle(req, res);
+  });
+  // An Expect other than 100-continue: 417, as node answers it, but never to a malformed request.
   server.on('checkExpectation', (req: http.IncomingMessage, res: http.ServerResponse) => {
     if (prepare(req, res)) res.writeHead(417, { 'Content-Length': '0' }).end();
   });

@@ -44,6 +44,7 @@ const ERRORS = {
   409: 'Conflict: another request with the same Idempotency-Key is still running; retry after Retry-After seconds.',
   412: 'A precondition failed (If-Match names another state of the bike, or none; If-None-Match: * and the bike exists, or it names the state the bike is in). Nothing changed.',
   413: 'The body is larger than 1 MB; nothing is stored.',
+  415: 'The body is in a Content-Encoding the service cannot decode (see Accept-Encoding); nothing is stored.',
   422: 'The Idempotency-Key was used before with other fields; nothing is stored.',
   429: 'Over an abuse limit of this client (tokens or writes per minute, lists at once); retry after Retry-After seconds.',
   503: 'The database is not answering, and nothing was written; retry after Retry-After seconds.',

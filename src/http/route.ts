@@ -8,13 +8,14 @@ import { isRejectedValue } from '../db/errors';
 import { readBody } from './body';
 import { HttpError } from './errors';
 import type { CorsHeaders } from './cors';
-import { ERROR_HEADERS, EVERY_ANSWER, type HeaderName } from './headers';
+import { BEARER_CHALLENGE, ERROR_HEADERS, EVERY_ANSWER, type HeaderName } from './headers';
 import { invalidFieldHeader } from './invalid-field';
+import { newRouter } from './path-matching';
 import type { AbuseLimits, LimitKind } from './limits';
 import type { JsonSchema } from './json-schema';
 
 /** The error statuses a route can answer, besides 431 (node's HTTP parser, for any request). */
-export type ErrorStatus = 400 | 401 | 403 | 404 | 409 | 412 | 413 | 422 | 429 | 503 | 504;
+export type ErrorStatus = 400 | 401 | 403 | 404 | 409 | 412 | 413 | 415 | 422 | 429 | 503 | 504;
 
 /**
  * One route, declared once (src/http/api-routes.ts): the router mounts it and the OpenAPI
@@ -105,7 +106,7 @@ export function errorStatusesOf(route: RouteDeclaration<unknown>): ErrorStatus[]
   const statuses = new Set<ErrorStatus>();
   const invalid = route.invalid ?? 404;
   if (route.token) [401, 403].forEach((s) => statuses.add(s as ErrorStatus));
-  if (hasBody(route)) [413, invalid].forEach((s) => statuses.add(s as ErrorStatus));
+  if (hasBody(route)) [413, 415, invalid].forEach((s) => statuses.add(s as ErrorStatus));
   if (route.queryParameters) statuses.add(invalid);
   if (route.path.includes('/:')) statuses.add(404);
   if (route.preconditions) statuses.add(412);
@@ -179,7 +180,7 @@ export function isWellFormedPath(path: string): boolean {
  */
 function authenticate(ctx: Koa.Context, tokens: Tokens): void {
   const token = ctx.get('Authorization').split(' ')[1];
-  if (!token) throw new HttpError(401);
+  if (!token) throw new HttpError(401, { 'WWW-Authenticate': BEARER_CHALLENGE });
   try {
     ctx.state.user = tokens.verify(token);
   } catch {
@@ -249,17 +250,17 @@ function endpoint<Input>(
 }
 
 /**
- * The router of the declared routes, each with its handler. "all" names the list, never a bike:
- * the id routes pass /bikes/all by without answering, so any method but GET and HEAD there is a
- * 405 (see methodNotAllowed), not a 401 or a 404.
+ * The router of the declared routes, each with its handler. A literal path is mounted before the
+ * parameter beside it (API_ROUTES lists /bikes/all before /bikes/:id): GET /bikes/all is the
+ * list; every other method there, and every spelling but that one (/bikes/ALL, /bikes/%61ll),
+ * is the id route, whose "all" is no UUID (docs/decisions.md#path-matching).
  */
 export function routerOf<Routes extends Record<string, RouteDeclaration<unknown>>>(
   routes: Routes,
   handlers: Handlers<Routes>,
   checks: RouteChecks,
 ): Router {
-  const router = new Router();
-  router.param('id', (id, _ctx, next) => (id.toLowerCase() === 'all' ? undefined : next()));
+  const router = newRouter();
   for (const name in routes) {
     const route = routes[name];
     // A trailing slash is optional (rule 16): the router matches /bikes/ to the path /bikes,

@@ -73,6 +73,18 @@ describe('authentication', () => {
     });
   });
 
+  it.each(routes.map((r) => r.name))(
+    'when %s has no token, it answers 401 with the challenge WWW-Authenticate: Bearer realm="bike-catalog"',
+    async (name) => {
+      const [method, template] = name.split(' ');
+      const bike = await api.create();
+      const json = method === 'DELETE' ? undefined : { ...newBike(), id: bike.id, handle: bike.handle };
+      const res = await api.request(method, template.replace('<id>', bike.id), { json, token: null });
+      expectPlainError(res, 401, 'Unauthorized');
+      expect(res.headers.get('www-authenticate')).toBe('Bearer realm="bike-catalog"');
+    },
+  );
+
   describe('a token that fails verification answers 403 and changes nothing', () => {
     const badTokens: Array<[string, (api: Api) => string]> = [
       ['garbage', () => 'garbage'],

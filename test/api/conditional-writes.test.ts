@@ -8,7 +8,7 @@ import { startTestService, type TestService } from '../support/service';
 import { type RawReply, rawRequest } from './helpers';
 
 /**
- * Writes that say what they expect (docs/decisions.md, rule 23): If-Match with a bike's strong
+ * Writes that say what they expect (docs/decisions.md#conditional-writes): If-Match with a bike's strong
  * ETag writes only over that state, atomically, on one instance or two; If-Match: * needs the
  * bike; If-None-Match: * on PUT creates only. A failed precondition is 412 and changes nothing.
  */
@@ -34,9 +34,9 @@ describe('conditional writes (If-Match, If-None-Match)', () => {
     method: string,
     path: string,
     body?: unknown,
-    headers: Record<string, string> = {},
+    headers: Record<string, string | string[]> = {},
   ): Promise<RawReply> {
-    const all: Record<string, string> = { authorization: `Bearer ${token}`, ...headers };
+    const all: Record<string, string | string[]> = { authorization: `Bearer ${token}`, ...headers };
     if (body !== undefined) all['content-type'] = 'application/json';
     return rawRequest(svc.baseUrl, method, path, all, body === undefined ? undefined : JSON.stringify(body));
   }
@@ -147,7 +147,41 @@ describe('conditional writes (If-Match, If-None-Match)', () => {
     expect(json(await read(first, id)).handle).toBe('first');
   });
 
-  it("answers in rule 23's order: 401, then 404 for a missing bike (PATCH, DELETE), then 412, then the body checks", async () => {
+  it('reads each field as a list, as a field sent twice arrives: `*` twice or beside a tag is `*`, and an empty If-Match matches nothing', async () => {
+    const { bike } = await created();
+    const replacement = { ...newBike(), id: bike.id, handle: 'overwritten' };
+    for (const ifNoneMatch of [['*', '*'], '*, *', '*, "x"', ['*', '"x"']]) {
+      const reply = await send(first, 'PUT', `/bikes/${bike.id}`, replacement, { 'if-none-match': ifNoneMatch });
+      expect({ ifNoneMatch, status: reply.status }).toEqual({ ifNoneMatch, status: 412 });
+    }
+    expect(json(await read(first, bike.id)).handle).toBe(bike.handle);
+    expect((await send(first, 'PATCH', `/bikes/${bike.id}`, { vendor: 'x' }, { 'if-match': '' })).status).toBe(412);
+    expect((await send(first, 'DELETE', `/bikes/${bike.id}`, undefined, { 'if-match': ['', ''] })).status).toBe(412);
+    expect((await send(first, 'PATCH', `/bikes/${bike.id}`, { vendor: 'x' }, { 'if-match': ['*', '*'] })).status).toBe(
+      200,
+    );
+  });
+
+  it('evaluates both fields (RFC 9110 13.2.2): the current tag in If-Match with If-None-Match: * is 412, and If-None-Match naming the current state is 412', async () => {
+    const { bike, etag } = await created();
+    const both = { 'if-match': etag, 'if-none-match': '*' };
+    expect((await send(first, 'PATCH', `/bikes/${bike.id}`, { vendor: 'x' }, both)).status).toBe(412);
+    const replacement = { ...newBike(), id: bike.id, handle: 'h' };
+    expect((await send(first, 'PUT', `/bikes/${bike.id}`, replacement, both)).status).toBe(412);
+    expect((await send(first, 'DELETE', `/bikes/${bike.id}`, undefined, both)).status).toBe(412);
+    // If-None-Match with tags: the weak comparison, so the weak form of the current tag is the current state.
+    for (const tag of [etag, `W/${etag}`]) {
+      const reply = await send(first, 'PUT', `/bikes/${bike.id}`, replacement, { 'if-none-match': tag });
+      expect({ tag, status: reply.status }).toEqual({ tag, status: 412 });
+    }
+    expect(json(await read(first, bike.id)).handle).toBe(bike.handle);
+    const other = await send(first, 'PUT', `/bikes/${bike.id}`, replacement, { 'if-none-match': '"another"' });
+    expect(other.status).toBe(200);
+    const patched = await send(first, 'PATCH', `/bikes/${bike.id}`, { vendor: 'y' }, { 'if-none-match': etag });
+    expect(patched.status).toBe(200);
+  });
+
+  it('answers in order (docs/decisions.md#conditional-writes): 401, then 404 for a missing bike (PATCH, DELETE), then 412, then the body checks', async () => {
     const { bike, etag } = await created();
     const stale = { 'if-match': '"stale"' };
     const noToken = await rawRequest(first.baseUrl, 'DELETE', `/bikes/${bike.id}`, stale);
@@ -213,6 +247,15 @@ describe('conditional writes (If-Match, If-None-Match)', () => {
       'if-none-match': plainTag,
     });
     expect(notModified.status).toBe(304);
+    // The 304 and the HEAD carry what the 200 would: the coded tag, its coding and its length.
+    expect(notModified.headers.etag).toBe(gzipped.headers.etag);
+    expect(notModified.headers.vary).toMatch(/Accept-Encoding/);
+    const head = await rawRequest(first.baseUrl, 'HEAD', `/bikes/${bike.id}`, { 'accept-encoding': 'gzip' });
+    expect(head.status).toBe(200);
+    expect(head.body.length).toBe(0);
+    for (const header of ['etag', 'content-encoding', 'content-length', 'content-type', 'vary', 'cache-control']) {
+      expect({ header, value: head.headers[header] }).toEqual({ header, value: gzipped.headers[header] });
+    }
     const written = await send(
       first,
       'PATCH',

@@ -332,7 +332,8 @@ export function rawRequest(
   baseUrl: string,
   method: string,
   path: string,
-  headers: Record<string, string>,
+  // A list is sent as that many lines of the field.
+  headers: Record<string, string | string[]>,
   body?: string | Buffer,
 ): Promise<RawReply> {
   return new Promise((resolve, reject) => {

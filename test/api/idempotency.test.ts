@@ -6,8 +6,9 @@ import { startTestService, type TestService } from '../support/service';
 import { type RawReply, rawRequest } from './helpers';
 
 /**
- * Idempotency-Key on POST /bikes/ (docs/decisions.md, rule 24): a create retried with its key
- * makes one bike, whichever instance the retry reaches and whatever became of the first try.
+ * Idempotency-Key on POST /bikes/ (docs/decisions.md#idempotency-keys): a create retried with its
+ * key makes one bike, whichever instance the retry reaches and whatever became of the first try;
+ * a key is its client's own.
  */
 
 describe('POST /bikes/ with an Idempotency-Key', () => {
@@ -30,13 +31,13 @@ describe('POST /bikes/ with an Idempotency-Key', () => {
     await first.stop();
   });
 
-  const post = (svc: TestService, key: string | undefined, body: unknown): Promise<RawReply> =>
+  const post = (svc: TestService, key: string | undefined, body: unknown, as = token): Promise<RawReply> =>
     rawRequest(
       svc.baseUrl,
       'POST',
       '/bikes/',
       {
-        authorization: `Bearer ${token}`,
+        authorization: `Bearer ${as}`,
         'content-type': 'application/json',
         ...(key !== undefined && { 'idempotency-key': key }),
       },
@@ -70,13 +71,39 @@ describe('POST /bikes/ with an Idempotency-Key', () => {
     expect(await bikesTitled(other.title)).toBe(0);
   });
 
-  it('many retries at once, on two instances, make one bike: the others get the replay or 409', async () => {
+  it("a key is its client's own: another client with the same key and fields creates its own bike, and one that took a key first with junk does not block the real create", async () => {
+    const key = 'order-1';
+    const fields = newBike();
+    const alice = await first.token('alice');
+    const mallory = await first.token('mallory');
+    // Mallory takes the guessable key first, with other fields.
+    expect((await post(first, key, newBike(), mallory)).status).toBe(200);
+    const real = await post(second, key, fields, alice);
+    expect(real.status).toBe(200);
+    expect(real.headers['idempotent-replayed']).toBeUndefined();
+    // Another client sending the same key and the same fields gets a bike of its own, not alice's answer.
+    const copy = await post(first, key, fields, mallory);
+    expect(copy.status).toBe(422);
+    const bob = await first.token('bob');
+    const theirs = await post(first, key, fields, bob);
+    expect(theirs.status).toBe(200);
+    expect(theirs.headers['idempotent-replayed']).toBeUndefined();
+    expect(JSON.parse(theirs.body.toString('utf8')).id).not.toBe(JSON.parse(real.body.toString('utf8')).id);
+    // Alice's own retry, with a new token, replays her create.
+    const retried = await post(first, key, fields, await first.token('alice'));
+    expect(retried.headers['idempotent-replayed']).toBe('true');
+    expect(retried.body.toString('utf8')).toBe(real.body.toString('utf8'));
+    expect(await bikesTitled(fields.title)).toBe(2);
+  });
+
+  it('many retries at once, on two instances, make one bike: the others get the replay or 409 with Retry-After', async () => {
     const key = randomUUID();
     const fields = newBike();
     const replies = await Promise.all(Array.from({ length: 12 }, (_, i) => post(i % 2 ? second : first, key, fields)));
     const statuses = replies.map((r) => r.status);
     expect(statuses.every((status) => status === 200 || status === 409)).toBe(true);
     expect(statuses).toContain(200);
+    for (const reply of replies.filter((r) => r.status === 409)) expect(reply.headers['retry-after']).toBe('1');
     expect(await bikesTitled(fields.title)).toBe(1);
     const ids = new Set(
       replies.filter((r) => r.status === 200).map((r) => (JSON.parse(r.body.toString('utf8')) as Bike).id),
@@ -84,7 +111,7 @@ describe('POST /bikes/ with an Idempotency-Key', () => {
     expect(ids.size).toBe(1);
   });
 
-  it('a create that got a 503 (the table locked past lock_timeout) committed nothing: its retry makes the one bike', async () => {
+  it('a create held over 5 s by a lock (the table locked for 6.5 s) is a 503 with Retry-After that committed nothing, never a 500: its retry makes the one bike', async () => {
     const key = randomUUID();
     const fields = newBike();
     const holder = new Client({ connectionString: first.databaseUrl });
@@ -92,8 +119,12 @@ describe('POST /bikes/ with an Idempotency-Key', () => {
     try {
       await holder.query('BEGIN');
       await holder.query('LOCK TABLE bikes IN ACCESS EXCLUSIVE MODE');
+      const release = setTimeout(() => void holder.query('ROLLBACK'), 6_500);
       const refused = await post(first, key, fields);
+      clearTimeout(release);
       expect(refused.status).toBe(503);
+      expect(refused.headers['retry-after']).toBe('1');
+      expect(refused.headers['write-outcome']).toBeUndefined();
       await holder.query('ROLLBACK');
     } finally {
       await holder.end();

@@ -1,5 +1,6 @@
 import http from 'node:http';
 import { Client } from 'pg';
+import { readConfig } from '../../src/config';
 import { newBike } from '../support/bikes';
 import { startTestService, type TestService } from '../support/service';
 import { waitFor } from '../support/wait';
@@ -114,5 +115,39 @@ describe('abuse limits', () => {
       5_000,
       50,
     );
+  });
+});
+
+/**
+ * Behind proxies (docs/decisions.md#trusted-proxies): the client is the X-Forwarded-For entry the
+ * outermost of TRUST_PROXY proxies appended; the entries before it are the client's own words.
+ */
+describe('abuse limits behind proxies (TRUST_PROXY)', () => {
+  const mint = (svc: TestService, forwardedFor: string) =>
+    rawRequest(svc.baseUrl, 'POST', '/api/user', { 'x-forwarded-for': forwardedFor });
+
+  describe.each([
+    ['1', ['198.51.100.1, 203.0.113.7', '198.51.100.2, 203.0.113.7'], '198.51.100.1, 203.0.113.8'],
+    ['true', ['198.51.100.1, 203.0.113.7', '203.0.113.7'], '203.0.113.8'],
+    ['2', ['198.51.100.1, 203.0.113.7, 10.0.0.1', '198.51.100.2, 203.0.113.7, 10.0.0.2'], '203.0.113.8, 10.0.0.1'],
+  ])('with TRUST_PROXY=%s', (trustProxy, sameClient, otherClient) => {
+    let svc: TestService;
+    beforeAll(async () => {
+      svc = await startTestService({ env: { TRUST_PROXY: trustProxy, RATE_LIMIT_TOKENS: '1' } });
+    });
+    afterAll(() => svc.stop());
+
+    it(`when a client forges the entries before the proxies' own (${sameClient.join(' | ')}), it answers 429 to its second token: one client`, async () => {
+      expect((await mint(svc, sameClient[0])).status).toBe(200);
+      expect((await mint(svc, sameClient[1])).status).toBe(429);
+      // Another address where the proxy wrote it is another client, with a limit of its own.
+      expect((await mint(svc, otherClient)).status).toBe(200);
+    });
+  });
+
+  it('when TRUST_PROXY is neither a number of proxies nor true or false, the service refuses to start and says why', () => {
+    expect(() =>
+      readConfig({ DATABASE_URL: 'postgresql://x/y', JWT_SECRET: 'x'.repeat(24) + 'abcdefgh12', TRUST_PROXY: 'yes' }),
+    ).toThrow('TRUST_PROXY must be the number of proxies in front of the service (or true for 1), got "yes"');
   });
 });

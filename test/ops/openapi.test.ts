@@ -52,18 +52,19 @@ const HTTP_OWN_HEADERS = new Set([
  * 503 when the database is down; #a-5xx-says-what-was-written: 504 for a write whose outcome is
  * unknown; #conditional-writes: 412 when a write's If-Match or If-None-Match does not hold;
  * #idempotency-keys: 409 and 422 for an Idempotency-Key in use, or used with other fields;
- * #abuse-limits: 429 over an abuse limit).
+ * #abuse-limits: 429 over an abuse limit; #content-codings: 415 for a body in a coding the service
+ * cannot decode, on every route that reads one).
  */
 const ALLOWED_STATUSES: Record<string, number[]> = {
   listBikes: [200, 304, 429, 431, 503],
   getBike: [200, 304, 404, 431, 503],
   getBikeByHandle: [200, 304, 404, 431, 503],
   searchBikesByTitle: [200, 304, 400, 429, 431, 503],
-  createBike: [200, 400, 401, 403, 409, 413, 422, 429, 431, 503, 504],
-  replaceBike: [200, 401, 403, 404, 412, 413, 429, 431, 503, 504],
-  updateBike: [200, 400, 401, 403, 404, 412, 413, 429, 431, 503, 504],
+  createBike: [200, 400, 401, 403, 409, 413, 415, 422, 429, 431, 503, 504],
+  replaceBike: [200, 401, 403, 404, 412, 413, 415, 429, 431, 503, 504],
+  updateBike: [200, 400, 401, 403, 404, 412, 413, 415, 429, 431, 503, 504],
   deleteBike: [200, 401, 403, 404, 412, 429, 431, 503, 504],
-  issueToken: [200, 400, 413, 429, 431],
+  issueToken: [200, 400, 413, 415, 429, 431],
 };
 
 /** Served for operators and the docs page, not part of the API the document describes. */
@@ -191,6 +192,17 @@ describe('GET /openapi.json', () => {
     }
   });
 
+  it('documents WWW-Authenticate on every 401, as the service sends it', () => {
+    const protectedOperations = operations(document).filter(({ operation: op }) => op.responses['401']);
+    expect(protectedOperations).toHaveLength(4);
+    for (const { operation: op } of protectedOperations) {
+      expect({ operationId: op.operationId, headers: op.responses['401'].headers }).toMatchObject({
+        operationId: op.operationId,
+        headers: { 'WWW-Authenticate': { schema: { type: 'string', const: 'Bearer realm="bike-catalog"' } } },
+      });
+    }
+  });
+
   it('has request examples that the handlers\u2019 own schemas accept', () => {
     expect(validate(bikeFields, example(document, 'createBike', 'request'))).toBeDefined();
     expect(validate(replacement, example(document, 'replaceBike', 'request'))).toBeDefined();
@@ -304,6 +316,7 @@ describe('GET /openapi.json', () => {
     const noToken = { token: '' };
     const badToken = { token: 'not.a.token' };
     const replacement = { ...newBike(), id: bike.id, handle: bike.handle };
+    const zstd = { 'content-encoding': 'zstd' };
 
     const probes: [
       operationId: string,
@@ -346,6 +359,20 @@ describe('GET /openapi.json', () => {
       ['deleteBike', 'DELETE', `/bikes/${victim.id}`, { headers: { 'if-none-match': '*' } }, 412],
       ['deleteBike', 'DELETE', `/bikes/${victim.id}`, {}, 200],
       ['deleteBike', 'DELETE', `/bikes/${victim.id}`, {}, 404],
+      // Paths that spell "all" as no literal path does, and the id routes' writes at /bikes/all:
+      // each is the id route of the document ("concrete paths first"), never the list, never 405.
+      ['getBike', 'GET', '/bikes/ALL', {}, 404],
+      ['getBike', 'GET', '/bikes/%61ll', {}, 404],
+      ['replaceBike', 'PUT', '/bikes/all', { body: replacement, ...noToken }, 401],
+      ['replaceBike', 'PUT', '/bikes/ALL', { body: replacement }, 404],
+      ['updateBike', 'PATCH', '/bikes/%61ll', { body: {} }, 404],
+      ['deleteBike', 'DELETE', '/bikes/all', noToken, 401],
+      ['deleteBike', 'DELETE', '/bikes/all', {}, 404],
+      // A body in a coding the service cannot decode: 415 on every route that reads one.
+      ['createBike', 'POST', '/bikes/', { body: newBike(), headers: zstd }, 415],
+      ['replaceBike', 'PUT', `/bikes/${bike.id}`, { body: replacement, headers: zstd }, 415],
+      ['updateBike', 'PATCH', `/bikes/${bike.id}`, { body: {}, headers: zstd }, 415],
+      ['issueToken', 'POST', '/api/user', { body: {}, headers: zstd, ...noToken }, 415],
       ['issueToken', 'POST', '/api/user', { body: { username: 'probe' }, ...noToken }, 200],
       ['issueToken', 'POST', '/api/user', { body: { username: 5 }, ...noToken }, 400],
       [

@@ -8,15 +8,15 @@
  * | /bikes/search/by-title        | GET, HEAD  | 200, 400                         | spec 4; rule 5 (repeated `query`, U+0000: 400)                   |
  * | /bikes/by-handle/:handle      | GET, HEAD  | 200, 404                         | spec 3                                                                |
  * | /bikes/:id                    | GET, HEAD  | 200, 404                         | spec 2; rule 6 (not a UUID: 404)                                 |
- * | /bikes, /bikes/               | POST       | 200, 400, 401, 403, 413          | spec 5 and Authentication; rule 12 (over 1 MB: 413)              |
- * | /bikes/:id                    | PUT        | 200, 401, 403, 404, 413          | spec 6 (every failure 404); rule 8, 11, 12                       |
- * | /bikes/:id                    | PATCH      | 200, 400, 401, 403, 404, 413     | spec 7; rule 9, 11, 12                                           |
+ * | /bikes, /bikes/               | POST       | 200, 400, 401, 403, 413, 415     | spec 5 and Authentication; rule 12 (over 1 MB: 413); content codings (415) |
+ * | /bikes/:id                    | PUT        | 200, 401, 403, 404, 413, 415     | spec 6 (every failure 404); rule 8, 11, 12; content codings (415) |
+ * | /bikes/:id                    | PATCH      | 200, 400, 401, 403, 404, 413, 415 | spec 7; rule 9, 11, 12; content codings (415)                   |
  * | /bikes/:id                    | DELETE     | 200, 401, 403, 404               | spec 8; rule 10                                                  |
- * | /api/user                     | POST       | 200, 400, 413                    | spec 9; rule 12, 13                                              |
+ * | /api/user                     | POST       | 200, 400, 413, 415               | spec 9; rule 12, 13; content codings (415)                       |
  * | /healthz /readyz /openapi.json /docs /docs/swagger-initializer.js | GET, HEAD | 200 | operations routes (the database is up during the fuzz run)   |
  * | /docs/:asset                  | GET, HEAD  | 200, 404                         | a Swagger UI file, or none                                            |
- * | /bikes/all spelled otherwise  | any        | GET: 200, 404, 405; else 405     | "all" names the list, never a bike (/bikes/%61ll, /bikes/ALL)         |
- * | a known path, another method  | any        | 405 (OPTIONS: 204)               | rule 15                                                          |
+ * | /bikes/all with another method, or spelled otherwise (/bikes/ALL, /bikes/%61ll) | any | as /bikes/:id | docs/decisions.md#path-matching: the literal path first, then the id route |
+ * | a known path, a method no route of it serves | any | 405 (OPTIONS: 204)          | rule 15                                                          |
  * | any path                      | any        | 404                              | unknown path; a path that is not valid percent-encoding (docs/decisions.md rule 6), after the token on a protected route |
  *
  * And, whatever the route:
@@ -51,14 +51,14 @@ export const ROUTES: Route[] = [
     pattern: /^\/bikes\/[^/]+$/,
     methods: {
       GET: [200, 404],
-      PUT: [200, 401, 403, 404, 413],
-      PATCH: [200, 400, 401, 403, 404, 413],
+      PUT: [200, 401, 403, 404, 413, 415],
+      PATCH: [200, 400, 401, 403, 404, 413, 415],
       DELETE: [200, 401, 403, 404],
     },
     protected: ['PUT', 'PATCH', 'DELETE'],
   },
-  { pattern: /^\/bikes$/, methods: { POST: [200, 400, 401, 403, 413] }, protected: ['POST'] },
-  { pattern: /^\/api\/user$/, methods: { POST: [200, 400, 413] } },
+  { pattern: /^\/bikes$/, methods: { POST: [200, 400, 401, 403, 413, 415] }, protected: ['POST'] },
+  { pattern: /^\/api\/user$/, methods: { POST: [200, 400, 413, 415] } },
   { pattern: /^\/(healthz|readyz|openapi\.json|docs|docs\/swagger-initializer\.js)$/, methods: READ([200]) },
   { pattern: /^\/docs\/[^/]+$/, methods: READ([200, 404]) },
 ];
@@ -69,7 +69,7 @@ export interface Expectation {
   exact?: number;
   /** The route that will answer, when one matches and serves the method. */
   route?: Route;
-  /** The path as the router sees it (lower case, no trailing slash, no query). */
+  /** The path as the router sees it (no trailing slash, no query; case kept: paths match as written). */
   path: string;
 }
 
@@ -78,7 +78,6 @@ export function routedPath(target: string): string {
   let path = target.replace(/^https?:\/\/[^/]*/i, '');
   const query = path.indexOf('?');
   if (query >= 0) path = path.slice(0, query);
-  path = path.toLowerCase();
   if (path.length > 1 && path.endsWith('/')) path = path.slice(0, -1);
   return path;
 }
@@ -98,25 +97,15 @@ export function expectationFor(method: string, target: string, auth: 'valid' | '
   const asMethod = (method === 'HEAD' ? 'GET' : method) as keyof Table;
   const matching = ROUTES.filter((route) => route.pattern.test(path));
   const serving = matching.find((route) => route.methods[asMethod]);
-  // "all" names the list, never a bike, however it is spelled (/bikes/%61ll): the id routes
-  // let it pass, so it is the list's GET or a 405.
-  if (
-    validPercentEncoding(path) &&
-    /^\/bikes\/[^/]+$/.test(path) &&
-    decodeURIComponent(path.slice('/bikes/'.length)).toLowerCase() === 'all'
-  ) {
-    return { allowed: new Set(asMethod === 'GET' ? [200, 404, 405] : [404, method === 'OPTIONS' ? 204 : 405]), path };
-  }
   // On a protected route the token comes first, before the path is looked at.
   if (serving?.protected?.includes(asMethod)) {
     if (auth === 'missing') return { allowed: new Set([401]), exact: 401, route: serving, path };
     if (auth === 'invalid') return { allowed: new Set([403]), exact: 403, route: serving, path };
   }
   if (!validPercentEncoding(path)) return { allowed, exact: 404, path };
-  for (const route of matching) {
-    const statuses = route.methods[asMethod];
-    if (statuses) statuses.forEach((s) => allowed.add(s));
-    else allowed.add(method === 'OPTIONS' ? 204 : 405);
-  }
+  // The first route of the path that serves the method answers (the literal /bikes/all before
+  // /bikes/:id); 405 only when none of them serves it.
+  if (serving) serving.methods[asMethod]?.forEach((s) => allowed.add(s));
+  else if (matching.length > 0) allowed.add(method === 'OPTIONS' ? 204 : 405);
   return { allowed, route: serving, path };
 }

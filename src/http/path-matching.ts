@@ -1,0 +1,10 @@
+import Router from '@koa/router';
+
+/**
+ * A router, as every router of the service is made (docs/decisions.md#path-matching): a path
+ * matches only as written, case included, so /bikes/ALL is not the list /bikes/all but an id,
+ * as the OpenAPI document reads; a trailing slash stays optional (the router's default).
+ */
+export function newRouter(): Router {
+  return new Router({ sensitive: true });
+}
