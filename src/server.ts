@@ -107,7 +107,9 @@ export async function startService(config: Config, logger: Logger): Promise<Serv
     });
     const listener = await listen(app.callback(), config.port);
     const metricsListener =
-      config.metricsPort === undefined ? undefined : await listen(metricsApp().callback(), config.metricsPort);
+      config.metricsPort === undefined
+        ? undefined
+        : await listen(metricsApp().callback(), config.metricsPort, config.metricsHost);
 
     return {
       port: listener.port,

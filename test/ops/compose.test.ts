@@ -68,6 +68,8 @@ describe.each(FILES)('%s', (file) => {
     expect(stack.services.db.ports).toEqual(['127.0.0.1:${DB_PORT:-}:5432']);
     for (const name of ['replica', 'pgbouncer']) expect(stack.services[name]?.ports).toBeUndefined();
     expect(stack.services.api.environment?.METRICS_PORT).toBe('9100');
+    // Inside the stack's network, where it is scraped, it listens on every interface.
+    expect(stack.services.api.environment?.METRICS_HOST).toBe('0.0.0.0');
     const published = Object.values(stack.services).flatMap((service) => service.ports ?? []);
     expect(published.filter((port) => port.includes('9100'))).toEqual([]);
     expect(published).toContainEqual(expect.stringMatching(/^\$\{API_PORT:-3000\}:/));
