@@ -7,7 +7,7 @@ import { createTokens } from './auth/tokens';
 import { createBikeRepository } from './bikes/repository';
 import { type Config, ConfigError, readConfig } from './config';
 import { isDatabaseUnavailable } from './db/errors';
-import { prepareDatabase } from './db/migrate';
+import { prepareToServe } from './db/migrate';
 import { connectPool } from './db/pool';
 import { createPrismaClient } from './db/prisma';
 import { databaseReadiness } from './db/readiness';
@@ -38,12 +38,12 @@ export interface Service {
   stop(): Promise<void>;
 }
 
-/** Prepares the database (prepareDatabase) once it answers; returns the catalog's identity. */
+/** Prepares the database (prepareToServe) once it answers; returns the catalog's identity. */
 async function prepareWhenReachable(server: DatabaseServer, logger: Logger): Promise<string> {
   const deadline = Date.now() + DATABASE_WAIT_MS;
   for (;;) {
     try {
-      return (await prepareDatabase(server, (message) => logger.info(message))).catalogId;
+      return await prepareToServe(server, (message) => logger.info(message));
     } catch (err) {
       if (!isDatabaseUnavailable(err) || Date.now() > deadline) throw err;
       logger.warn('database not reachable yet, retrying');

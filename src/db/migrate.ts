@@ -205,26 +205,93 @@ async function configureServiceRole(client: Client, role: string, log: (message:
   }
 }
 
+/** 42501, insufficient_privilege, from PostgreSQL itself or beneath the error of the migration it refused. */
+function insufficientPrivilege(err: unknown): boolean {
+  for (let cause = err; cause instanceof Error; cause = cause.cause) {
+    if ('code' in cause && cause.code === '42501') return true;
+  }
+  return false;
+}
+
 /**
- * What every start and every tool does first: the pending migrations, then, in one transaction
- * under the migrations' lock (instances starting at once would collide on the same catalog
- * rows), the service role's rights and settings and the catalog's identity (made anew on a
- * copy). Returns what was applied, and that identity.
+ * What every start and every tool does first: the pending migrations, then the service role's
+ * rights and settings and the catalog's identity (serviceRoleAndIdentity). Returns what was
+ * applied, and that identity.
  */
 export async function prepareDatabase(
   server: { directUrl: string; url: string },
   log: (message: string) => void,
 ): Promise<{ applied: string[]; catalogId: string }> {
   const applied = await migrate(server.directUrl, log);
+  return { applied, catalogId: await serviceRoleAndIdentity(server, log) };
+}
+
+/**
+ * In one transaction under the migrations' lock (instances starting at once would collide on the
+ * same catalog rows), as the role that migrates: the service role's rights and settings
+ * (configureServiceRole; as the service role itself, its settings only) and the catalog's
+ * identity (made anew on a copy).
+ */
+async function serviceRoleAndIdentity(
+  server: { directUrl: string; url: string },
+  log: (message: string) => void,
+): Promise<string> {
   const client = new Client({ connectionString: server.directUrl });
   await client.connect();
   try {
-    const catalogId = await underMigrationLock(client, async () => {
+    return await underMigrationLock(client, async () => {
       await configureServiceRole(client, roleOf(server.url), log);
       return catalogIdentity(client);
     });
-    return { applied, catalogId };
   } finally {
     await client.end();
   }
+}
+
+/** The committed migrations not applied at `url`: all of them where nothing was ever migrated. */
+async function pendingAt(url: string): Promise<string[]> {
+  const client = new Client({ connectionString: url });
+  await client.connect();
+  try {
+    return await pendingMigrations(client);
+  } catch (err) {
+    // 42P01: no _prisma_migrations table.
+    if (err instanceof Error && 'code' in err && err.code === '42P01') return readMigrations().map((m) => m.name);
+    throw err;
+  } finally {
+    await client.end();
+  }
+}
+
+/**
+ * What a start does before it serves (the service, and db:seed); returns the catalog's identity.
+ * With a role of its own for migrations (DATABASE_DIRECT_URL, or the embedded database's
+ * superuser), prepareDatabase, as `npm run db:migrate` does. With DATABASE_URL alone, whose role
+ * may be one that cannot change the schema (the compose stacks' api), it first reads, as that
+ * role, what is pending: nothing, and it migrates nothing and grants nothing; something, and it
+ * migrates as that role, which must then own the schema, or the start fails with one line that
+ * says what to run (docs/decisions.md#starting-without-a-migrating-role). Either way the role
+ * then sets its own settings (ROLE_SETTINGS, which a 5xx's meaning rests on) and reads the identity.
+ */
+export async function prepareToServe(
+  server: { directUrl: string; url: string },
+  log: (message: string) => void,
+): Promise<string> {
+  if (server.directUrl !== server.url) return (await prepareDatabase(server, log)).catalogId;
+  const pending = await pendingAt(server.url);
+  if (pending.length > 0) {
+    try {
+      await migrate(server.url, log);
+    } catch (err) {
+      if (!insufficientPrivilege(err)) throw err;
+      throw new Error(
+        `${pending.length === 1 ? '1 migration is' : `${pending.length} migrations are`} pending ` +
+          `(${pending.join(', ')}), and DATABASE_URL's role may not change the schema: apply them with ` +
+          '`npm run db:migrate` (in the compose stacks, the `migrate` service) with DATABASE_DIRECT_URL set ' +
+          'to a role that may',
+        { cause: err },
+      );
+    }
+  }
+  return serviceRoleAndIdentity(server, log);
 }
