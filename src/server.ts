@@ -7,7 +7,7 @@ import { createTokens } from './auth/tokens';
 import { createBikeRepository } from './bikes/repository';
 import { type Config, ConfigError, readConfig } from './config';
 import { isDatabaseUnavailable } from './db/errors';
-import { prepareToServe } from './db/migrate';
+import { prepareToServe, roleMayChangeSchema } from './db/migrate';
 import { connectPool } from './db/pool';
 import { createPrismaClient } from './db/prisma';
 import { databaseReadiness } from './db/readiness';
@@ -76,6 +76,15 @@ export async function startService(config: Config, logger: Logger): Promise<Serv
     // pooler too; it is DATABASE_DIRECT_URL only when that is set (a role with more rights).
     const catalogId = await prepareWhenReachable(databaseServer, logger);
     const primary = connect('primary', databaseServer.url);
+    const { role, may } = await roleMayChangeSchema(primary);
+    if (may) {
+      logger.warn(
+        { role },
+        "the service's queries run as a role that owns the catalog's tables or is a superuser, so they can " +
+          'change or drop the schema; give DATABASE_URL a role of its own and DATABASE_DIRECT_URL the one that ' +
+          'migrates (docs/decisions.md#when-the-service-role-owns-the-catalog)',
+      );
+    }
     const replica = databaseServer.replicaUrl
       ? replicaReads(primary, connect('replica', databaseServer.replicaUrl))
       : undefined;

@@ -205,6 +205,18 @@ async function configureServiceRole(client: Client, role: string, log: (message:
   }
 }
 
+/**
+ * The role a query runs as owns the catalog's tables, or is a superuser, and so could change or
+ * drop them (docs/decisions.md#when-the-service-role-owns-the-catalog); its name either way.
+ */
+export async function roleMayChangeSchema(db: Pick<Client, 'query'>): Promise<{ role: string; may: boolean }> {
+  const { rows } = await db.query<{ role: string; may: boolean }>(
+    `SELECT current_user AS role, pg_has_role(current_user, relowner, 'USAGE') AS may
+       FROM pg_class WHERE oid = 'public.bikes'::regclass`,
+  );
+  return rows[0];
+}
+
 /** 42501, insufficient_privilege, from PostgreSQL itself or beneath the error of the migration it refused. */
 function insufficientPrivilege(err: unknown): boolean {
   for (let cause = err; cause instanceof Error; cause = cause.cause) {

@@ -102,3 +102,41 @@ describe('with DATABASE_URL alone, as a role that may not change the schema', ()
     expect(await rightsAndMigrations(direct)).toEqual(before);
   });
 });
+
+describe('the warning that the service’s queries could change the schema', () => {
+  it('when DATABASE_URL’s role owns the catalog’s tables (it migrated them at start), logs it once, naming the role and where to read why', async () => {
+    const owner = await createTestRole();
+    const own = owner.at(await createEmptyTestDatabase(owner.name));
+    const service = await spawnService({ DATABASE_URL: own, JWT_SECRET: jwtSecret() });
+    try {
+      expect((await fetch(`${service.baseUrl}/readyz`)).status).toBe(200);
+      expect(schemaWarnings(service)).toEqual([
+        expect.objectContaining({
+          level: 40,
+          role: owner.name,
+          msg:
+            `${SCHEMA_WARNING}, so they can change or drop the schema; give DATABASE_URL a role of its own and ` +
+            'DATABASE_DIRECT_URL the one that migrates (docs/decisions.md#when-the-service-role-owns-the-catalog)',
+        }),
+      ]);
+    } finally {
+      await stopped(service);
+    }
+  });
+
+  it('when DATABASE_URL’s role is one of its own and DATABASE_DIRECT_URL migrates, does not log it', async () => {
+    const direct = await createEmptyTestDatabase();
+    const role = await createTestRole();
+    const service = await spawnService({
+      DATABASE_URL: role.at(direct),
+      DATABASE_DIRECT_URL: direct,
+      JWT_SECRET: jwtSecret(),
+    });
+    try {
+      expect((await fetch(`${service.baseUrl}/readyz`)).status).toBe(200);
+      expect(schemaWarnings(service)).toEqual([]);
+    } finally {
+      await stopped(service);
+    }
+  });
+});
