@@ -21,11 +21,12 @@ WORKDIR /app
 COPY --from=build /app/package.json ./
 COPY --from=build /app/node_modules ./node_modules
 COPY --from=build /app/dist ./dist
-# The migrations, applied at start-up and by `node dist/cli/migrate.js`.
+# The migrations: applied by `node dist/cli/migrate.js` (the compose stacks' migrate service), and
+# checked by the service at start-up.
 COPY --from=build /app/prisma ./prisma
 USER node
 EXPOSE 3000
 # node itself is PID 1: SIGTERM from `docker compose stop` reaches the service, which finishes
-# requests in flight and exits 0. `docker compose run --rm api node dist/cli/seed.js` and
-# `... node dist/cli/migrate.js` run the tools instead.
+# requests in flight and exits 0. `node dist/cli/migrate.js` (the migrate service's command) and
+# `node dist/cli/seed.js` run the tools instead.
 CMD ["node", "dist/server.js"]

@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import net from 'node:net';
 import path from 'node:path';
 import { MIN_SECRET_BYTES, MIN_SECRET_DISTINCT_CHARACTERS } from './auth/secret';
 
@@ -20,6 +21,11 @@ export interface Config {
   jwtSecret: string | undefined;
   /** METRICS_PORT: /metrics is served there, on its own listener, and not on `port`. Unset: on `port`. */
   metricsPort: number | undefined;
+  /**
+   * METRICS_HOST: the address METRICS_PORT's listener binds; 127.0.0.1 unless set, so that the
+   * admin port is reachable from this machine only (docs/decisions.md#metrics-on-the-loopback-interface).
+   */
+  metricsHost: string;
   /** Origin allowed to call the API from a browser; CORS is off when unset. */
   corsOrigin: string | undefined;
   logLevel: string;
@@ -94,6 +100,15 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env, { signsTokens =
   const port = portNumber('PORT', nonEmpty(env.PORT) ?? '3000');
   const metricsPortText = nonEmpty(env.METRICS_PORT);
   const metricsPort = metricsPortText === undefined ? undefined : portNumber('METRICS_PORT', metricsPortText);
+  const metricsHostText = nonEmpty(env.METRICS_HOST);
+  if (metricsHostText !== undefined && metricsPort === undefined) {
+    throw new ConfigError('METRICS_HOST goes with METRICS_PORT, which is not set');
+  }
+  if (metricsHostText !== undefined && net.isIP(metricsHostText) === 0) {
+    throw new ConfigError(
+      `METRICS_HOST must be an IP address to listen on (such as 0.0.0.0), got "${metricsHostText}"`,
+    );
+  }
   const [databaseUrl, directUrl, replicaUrl] = ['DATABASE_URL', 'DATABASE_DIRECT_URL', 'DATABASE_REPLICA_URL'].map(
     (name) => {
       const url = settingOrFile(env, name);
@@ -138,6 +153,7 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env, { signsTokens =
     dataDir: path.resolve(nonEmpty(env.DATA_DIR) ?? path.join(__dirname, '..', '.data')),
     jwtSecret,
     metricsPort,
+    metricsHost: metricsHostText ?? '127.0.0.1',
     corsOrigin: nonEmpty(env.CORS_ORIGIN),
     logLevel,
     limits,

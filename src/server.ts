@@ -8,7 +8,7 @@ import { createBikeRepository } from './bikes/repository';
 import { type Config, ConfigError, readConfig } from './config';
 import { isDatabaseUnavailable } from './db/errors';
 import { watchCatalogIdentity } from './db/catalog-identity';
-import { prepareDatabase } from './db/migrate';
+import { prepareToServe, roleMayChangeSchema } from './db/migrate';
 import { connectPool, queryOn, type ServicePool } from './db/pool';
 import { databaseReadiness } from './db/readiness';
 import { rateLimiter } from './db/rate-limits';
@@ -38,12 +38,12 @@ export interface Service {
   stop(): Promise<void>;
 }
 
-/** Prepares the database (prepareDatabase) once it answers. */
+/** Prepares the database (prepareToServe) once it answers. */
 async function prepareWhenReachable(server: DatabaseServer, logger: Logger): Promise<void> {
   const deadline = Date.now() + DATABASE_WAIT_MS;
   for (;;) {
     try {
-      await prepareDatabase(server, (message) => logger.info(message));
+      await prepareToServe(server, (message) => logger.info(message));
       return;
     } catch (err) {
       if (!isDatabaseUnavailable(err) || Date.now() > deadline) throw err;
@@ -77,6 +77,15 @@ export async function startService(config: Config, logger: Logger): Promise<Serv
     // pooler too; it is DATABASE_DIRECT_URL only when that is set (a role with more rights).
     await prepareWhenReachable(databaseServer, logger);
     const primary = connect('primary', databaseServer.url);
+    const { role, may } = await roleMayChangeSchema(primary);
+    if (may) {
+      logger.warn(
+        { role },
+        "the service's queries run as a role that owns the catalog's tables or is a superuser, so they can " +
+          'change or drop the schema; give DATABASE_URL a role of its own and DATABASE_DIRECT_URL the one that ' +
+          'migrates (docs/decisions.md#when-the-service-role-owns-the-catalog)',
+      );
+    }
     const replica = databaseServer.replicaUrl
       ? replicaReads(primary, connect('replica', databaseServer.replicaUrl))
       : undefined;
@@ -111,7 +120,9 @@ export async function startService(config: Config, logger: Logger): Promise<Serv
     });
     const listener = await listen(app.callback(), config.port);
     const metricsListener =
-      config.metricsPort === undefined ? undefined : await listen(metricsApp().callback(), config.metricsPort);
+      config.metricsPort === undefined
+        ? undefined
+        : await listen(metricsApp().callback(), config.metricsPort, config.metricsHost);
 
     return {
       port: listener.port,

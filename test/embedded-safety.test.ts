@@ -199,6 +199,11 @@ describe('the embedded database’s rights and files', () => {
     expect(roles).toEqual([{ rolname: 'bike_catalog', rolsuper: false, rolcreaterole: false, runs_programs: false }]);
   });
 
+  it('does not warn that the service’s queries could change the schema: their role owns nothing', () => {
+    expect(service.output()).toContain('listening on');
+    expect(service.output()).not.toContain('can change or drop the schema');
+  });
+
   it('keeps the server’s log readable by its owner only', () => {
     expect(fs.statSync(path.join(dataDir, 'postgres.log')).mode & 0o777).toBe(0o600);
   });

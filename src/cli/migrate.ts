@@ -3,7 +3,11 @@ import { openDatabaseServer } from '../postgres/database-server';
 import { prepareDatabase } from '../db/migrate';
 import { createLogger } from '../logger';
 
-/** npm run db:migrate: applies pending migrations to DATABASE_URL, or to the embedded database. */
+/**
+ * npm run db:migrate, and the compose stacks' migrate service: applies pending migrations as
+ * DATABASE_DIRECT_URL's role (else DATABASE_URL's), or to the embedded database, and grants
+ * DATABASE_URL's role its rights on the catalog.
+ */
 async function main(): Promise<void> {
   const config = readConfig(process.env, { signsTokens: false });
   const logger = createLogger(config.logLevel);

@@ -3,7 +3,7 @@ import { parseArgs } from 'node:util';
 import { type BikeFields, deriveHandle } from '../bikes/bike';
 import { toModelFields } from '../bikes/model';
 import { readConfig } from '../config';
-import { prepareDatabase } from '../db/migrate';
+import { prepareToServe } from '../db/migrate';
 import { connectPool } from '../db/pool';
 import { createPrismaClient } from '../db/prisma';
 import { createLogger } from '../logger';
@@ -100,7 +100,8 @@ async function main(): Promise<void> {
   const logger = createLogger(config.logLevel);
   const server = await openDatabaseServer(config, logger);
   try {
-    await prepareDatabase(server, (message) => logger.info(message));
+    // As the service starts: in the compose stacks' api container, as a role that may not migrate.
+    await prepareToServe(server, (message) => logger.info(message));
     const pool = connectPool(server.url, (err) => logger.warn({ err: err.message }, 'database connection lost'));
     try {
       const prisma = createPrismaClient(pool);

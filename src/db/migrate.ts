@@ -225,9 +225,10 @@ async function configureServiceRole(client: Client, role: string, log: (message:
 }
 
 /**
+/**
  * The triggers that keep the catalog's versions (and its change log) fire whoever writes: ENABLE
  * ALWAYS, as the migrations made them. One the tables' owner switched off, or on again with plain
- * ENABLE (which leaves it off for replication sessions), is put back, and said
+ * ENABLE (which leaves it off for replication sessions), is put back by a role that may, and said
  * (docs/decisions.md#conditional-get): until then the lists answer without an ETag.
  */
 async function triggersAlwaysOn(client: Client, log: (message: string) => void): Promise<void> {
@@ -236,21 +237,57 @@ async function triggersAlwaysOn(client: Client, log: (message: string) => void):
       WHERE tgrelid = 'bikes'::regclass AND tgname LIKE 'bikes\\_%' AND tgenabled <> 'A'`,
   );
   for (const { name } of rows) {
-    await client.query(`ALTER TABLE bikes ENABLE ALWAYS TRIGGER ${client.escapeIdentifier(name)}`);
-    log(`warning: trigger ${name} on bikes was not always on; it is again`);
+    try {
+      await client.query('SAVEPOINT trigger_on');
+      await client.query(`ALTER TABLE bikes ENABLE ALWAYS TRIGGER ${client.escapeIdentifier(name)}`);
+      log(`warning: trigger ${name} on bikes was not always on; it is again`);
+    } catch (err) {
+      if (!insufficientPrivilege(err)) throw err;
+      await client.query('ROLLBACK TO SAVEPOINT trigger_on');
+      log(`warning: trigger ${name} on bikes is not always on; run npm run db:migrate to put it back`);
+    }
   }
 }
 
 /**
- * What every start and every tool does first: the pending migrations, then, in one transaction
- * under the migrations' lock (instances starting at once would collide on the same grants), the
- * service role's rights and settings, and the triggers on. Returns what was applied.
+ * The role a query runs as owns the catalog's tables, or is a superuser, and so could change or
+ * drop them (docs/decisions.md#when-the-service-role-owns-the-catalog); its name either way.
+ */
+export async function roleMayChangeSchema(db: Pick<Client, 'query'>): Promise<{ role: string; may: boolean }> {
+  const { rows } = await db.query<{ role: string; may: boolean }>(
+    `SELECT current_user AS role, pg_has_role(current_user, relowner, 'USAGE') AS may
+       FROM pg_class WHERE oid = 'public.bikes'::regclass`,
+  );
+  return rows[0];
+}
+
+/** 42501, insufficient_privilege, from PostgreSQL itself or beneath the error of the migration it refused. */
+function insufficientPrivilege(err: unknown): boolean {
+  for (let cause = err; cause instanceof Error; cause = cause.cause) {
+    if ('code' in cause && cause.code === '42501') return true;
+  }
+  return false;
+}
+
+/**
+ * What every start and every tool does first: the pending migrations, then the service role's
+ * rights and settings and the triggers on (serviceRoleAndTriggers). Returns what was applied.
  */
 export async function prepareDatabase(
   server: { directUrl: string; url: string },
   log: (message: string) => void,
 ): Promise<{ applied: string[] }> {
   const applied = await migrate(server.directUrl, log);
+  await serviceRoleAndTriggers(server, log);
+  return { applied };
+}
+
+/**
+ * In one transaction under the migrations' lock (instances starting at once would collide on the
+ * same grants), as the role that migrates: the service role's rights and settings
+ * (configureServiceRole; as the service role itself, its settings only), and the triggers on.
+ */
+async function serviceRoleAndTriggers(server: { directUrl: string; url: string }, log: (message: string) => void) {
   const client = new Client({ connectionString: server.directUrl });
   await client.connect();
   try {
@@ -258,8 +295,58 @@ export async function prepareDatabase(
       await configureServiceRole(client, roleOf(server.url), log);
       await triggersAlwaysOn(client, log);
     });
-    return { applied };
   } finally {
     await client.end();
   }
+}
+
+/** The committed migrations not applied at `url`: all of them where nothing was ever migrated. */
+async function pendingAt(url: string): Promise<string[]> {
+  const client = new Client({ connectionString: url });
+  await client.connect();
+  try {
+    return await pendingMigrations(client);
+  } catch (err) {
+    // 42P01: no _prisma_migrations table.
+    if (err instanceof Error && 'code' in err && err.code === '42P01') return readMigrations().map((m) => m.name);
+    throw err;
+  } finally {
+    await client.end();
+  }
+}
+
+/**
+ * What a start does before it serves (the service, and db:seed).
+ * With a role of its own for migrations (DATABASE_DIRECT_URL, or the embedded database's
+ * superuser), prepareDatabase, as `npm run db:migrate` does. With DATABASE_URL alone, whose role
+ * may be one that cannot change the schema (the compose stacks' api), it first reads, as that
+ * role, what is pending: nothing, and it migrates nothing and grants nothing; something, and it
+ * migrates as that role, which must then own the schema, or the start fails with one line that
+ * says what to run (docs/decisions.md#starting-without-a-migrating-role). Either way the role
+ * then sets its own settings (ROLE_SETTINGS, which a 5xx's meaning rests on).
+ */
+export async function prepareToServe(
+  server: { directUrl: string; url: string },
+  log: (message: string) => void,
+): Promise<void> {
+  if (server.directUrl !== server.url) {
+    await prepareDatabase(server, log);
+    return;
+  }
+  const pending = await pendingAt(server.url);
+  if (pending.length > 0) {
+    try {
+      await migrate(server.url, log);
+    } catch (err) {
+      if (!insufficientPrivilege(err)) throw err;
+      throw new Error(
+        `${pending.length === 1 ? '1 migration is' : `${pending.length} migrations are`} pending ` +
+          `(${pending.join(', ')}), and DATABASE_URL's role may not change the schema: apply them with ` +
+          '`npm run db:migrate` (in the compose stacks, the `migrate` service) with DATABASE_DIRECT_URL set ' +
+          'to a role that may',
+        { cause: err },
+      );
+    }
+  }
+  await serviceRoleAndTriggers(server, log);
 }

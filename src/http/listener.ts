@@ -142,7 +142,8 @@ function listenFailure(err: NodeJS.ErrnoException, port: number): Error {
   return err;
 }
 
-export async function listen(handler: Handler, port: number): Promise<Listener> {
+/** `host` unset: every interface. */
+export async function listen(handler: Handler, port: number, host?: string): Promise<Listener> {
   let closing = false;
   const open = new Set<http.ServerResponse>();
 
@@ -208,7 +209,7 @@ export async function listen(handler: Handler, port: number): Promise<Listener> 
   await new Promise<void>((resolve, reject) => {
     const fail = (err: NodeJS.ErrnoException) => reject(listenFailure(err, port));
     server.once('error', fail);
-    server.listen(port, () => {
+    server.listen(port, host, () => {
       server.off('error', fail);
       resolve();
     });

@@ -44,17 +44,32 @@ if (noEngineReason) console.log(`scaled.compose.ts skipped: ${noEngineReason}`);
   }, 900_000);
   afterAll(() => started?.stack.remove(), 60_000);
 
-  it('starts every service healthy: db, replica, pgbouncer, two api instances, nginx', async () => {
-    const states = started.healthy.map(({ service, state, health }) => `${service} ${state} ${health ?? '-'}`).sort();
+  it('starts every service healthy: db, replica, pgbouncer, two api instances, nginx, after secrets and migrate exit 0', async () => {
+    const states = started.healthy
+      .map(({ service, state, health, exitCode }) => `${service} ${state} ${health ?? exitCode}`)
+      .sort();
     expect(states).toEqual([
       'api running healthy',
       'api running healthy',
       'db running healthy',
       'lb running healthy',
+      'migrate exited 0',
       'pgbouncer running healthy',
       'replica running healthy',
-      'secrets exited -',
+      'secrets exited 0',
     ]);
+  });
+
+  it('gives each container only the secrets it needs: the api, PgBouncer and the replica theirs alone', async () => {
+    const secretsIn = async (service: string, index = 1) =>
+      (await started.stack.compose(['exec', '-T', '--index', String(index), service, 'ls', '-A', '/secrets']))
+        .split(/\s+/)
+        .filter(Boolean);
+    for (const index of [1, 2]) {
+      expect(await secretsIn('api', index)).toEqual(['database_replica_url', 'database_url', 'jwt_secret']);
+    }
+    expect(await secretsIn('pgbouncer')).toEqual(['app_db_password']);
+    expect(await secretsIn('replica')).toEqual(['replication_password']);
   });
 
   it('creates and reads bikes through nginx, and both instances answer', async () => {

@@ -84,6 +84,8 @@ export interface Container {
   state: string;
   /** 'healthy', 'unhealthy', 'starting', or undefined without a health check. */
   health: string | undefined;
+  /** The exit code of a container that has exited (the one-shot services); undefined while it runs. */
+  exitCode: number | undefined;
 }
 
 export class Stack {
@@ -132,12 +134,15 @@ export class Stack {
     // The list does not say how a health check stands (under podman); each container's inspection does.
     return Promise.all(
       found.map(async (c) => {
-        const { State } = await engine<{ State: { Health?: { Status: string } } }>(`/containers/${c.Id}/json`);
+        const { State } = await engine<{ State: { Health?: { Status: string }; ExitCode: number } }>(
+          `/containers/${c.Id}/json`,
+        );
         return {
           name: c.Names[0].replace(/^\//, ''),
           service: c.Labels['com.docker.compose.service'],
           state: c.State,
           health: State.Health?.Status || undefined,
+          exitCode: c.State === 'exited' ? State.ExitCode : undefined,
         };
       }),
     );

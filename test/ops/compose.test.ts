@@ -22,14 +22,19 @@ if (!hasDockerCompose) {
 
 interface Service {
   image?: string;
+  command?: string[];
   ports?: string[];
   environment?: Record<string, string>;
+  volumes?: string[];
   healthcheck?: { test: string[] };
   depends_on?: Record<string, { condition: string }>;
   restart?: string;
 }
 const stackOf = (file: string) =>
   parse(fs.readFileSync(path.join(ROOT, file), 'utf8')) as { services: Record<string, Service> };
+
+/** The named volumes a service mounts whose names end in "secrets", as `volume:path[:ro]`. */
+const secretVolumes = (service: Service) => (service.volumes ?? []).filter((mount) => /^[\w-]*secrets:/.test(mount));
 
 describe.each(FILES)('%s', (file) => {
   const stack = stackOf(file);
@@ -60,14 +65,39 @@ describe.each(FILES)('%s', (file) => {
     expect(stack.services.api.environment).toMatchObject({
       JWT_SECRET_FILE: '/secrets/jwt_secret',
       DATABASE_URL_FILE: '/secrets/database_url',
-      DATABASE_DIRECT_URL_FILE: '/secrets/database_direct_url',
     });
+  });
+
+  it('migrates in a one-shot migrate service, as the superuser, which the api waits for', () => {
+    expect(stack.services.migrate).toMatchObject({
+      image: 'bike-catalog-service',
+      command: ['node', 'dist/cli/migrate.js'],
+      environment: {
+        DATABASE_DIRECT_URL_FILE: '/secrets/database_direct_url',
+        DATABASE_URL_FILE: '/secrets/database_url',
+      },
+      depends_on: { db: { condition: 'service_healthy' } },
+      restart: 'no',
+    });
+    expect(stack.services.api.depends_on?.migrate).toEqual({ condition: 'service_completed_successfully' });
+  });
+
+  it('gives the api only its own secrets: neither the superuser’s connection string nor a volume that holds it', () => {
+    expect(Object.keys(stack.services.api.environment ?? {})).not.toContain('DATABASE_DIRECT_URL_FILE');
+    expect(secretVolumes(stack.services.api)).toEqual(['api-secrets:/secrets:ro']);
+    // The superuser's secrets are in the "secrets" volume, which only PostgreSQL and migrate read.
+    const readers = Object.entries(stack.services)
+      .filter(([, service]) => secretVolumes(service).some((mount) => mount.startsWith('secrets:')))
+      .map(([name]) => name);
+    expect(readers.sort()).toEqual(['db', 'migrate', 'secrets']);
   });
 
   it('publishes the database on 127.0.0.1 only, on a port of your choice, and /metrics nowhere', () => {
     expect(stack.services.db.ports).toEqual(['127.0.0.1:${DB_PORT:-}:5432']);
     for (const name of ['replica', 'pgbouncer']) expect(stack.services[name]?.ports).toBeUndefined();
     expect(stack.services.api.environment?.METRICS_PORT).toBe('9100');
+    // Inside the stack's network, where it is scraped, it listens on every interface.
+    expect(stack.services.api.environment?.METRICS_HOST).toBe('0.0.0.0');
     const published = Object.values(stack.services).flatMap((service) => service.ports ?? []);
     expect(published.filter((port) => port.includes('9100'))).toEqual([]);
     expect(published).toContainEqual(expect.stringMatching(/^\$\{API_PORT:-3000\}:/));
@@ -85,18 +115,24 @@ describe('the scaled stack', () => {
   const scaled = stackOf(FILES[1]);
 
   it('gives every long-running service a health check and a restart policy, and the api waits for no replica', () => {
-    for (const [name, service] of Object.entries(scaled.services).filter(([name]) => name !== 'secrets')) {
+    const oneShot = ['secrets', 'migrate'];
+    for (const [name, service] of Object.entries(scaled.services).filter(([name]) => !oneShot.includes(name))) {
       expect({ name, healthcheck: Boolean(service.healthcheck), restart: service.restart }).toEqual({
         name,
         healthcheck: true,
         restart: 'unless-stopped',
       });
     }
-    expect(Object.keys(scaled.services.api.depends_on ?? {}).sort()).toEqual(['db', 'pgbouncer']);
+    expect(Object.keys(scaled.services.api.depends_on ?? {}).sort()).toEqual(['db', 'migrate', 'pgbouncer']);
     expect(scaled.services.api.environment?.DATABASE_REPLICA_URL_FILE).toBe('/secrets/database_replica_url');
     expect(scaled.services.secrets.environment).toEqual({ DATABASE_HOST: 'pgbouncer', REPLICA_HOST: 'replica' });
     // Healthy only while it streams, not merely while it answers.
     expect(scaled.services.replica.healthcheck?.test.join(' ')).toContain('pg_stat_wal_receiver');
+  });
+
+  it('gives PgBouncer and the replica a secrets volume each, of their own', () => {
+    expect(secretVolumes(scaled.services.pgbouncer)).toEqual(['pgbouncer-secrets:/secrets:ro']);
+    expect(secretVolumes(scaled.services.replica)).toEqual(['replica-secrets:/secrets:ro']);
   });
 });
 

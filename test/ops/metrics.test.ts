@@ -1,9 +1,43 @@
 import { randomBytes, randomUUID } from 'node:crypto';
+import fs from 'node:fs';
 import { client, newBike } from '../support/bikes';
 import { createTestDatabase } from '../support/databases';
 import { readMetrics, valueOf } from '../support/metrics';
-import { freePort, spawnService, type ServiceProcess } from '../support/process';
+import { freePort, launchService, spawnService, type ServiceProcess } from '../support/process';
 import { startTestService, type TestService } from '../support/service';
+
+/** An address as /proc/net/tcp{,6} print it (hex, each 32-bit word in host order), in its usual form. */
+function addressOf(hex: string): string {
+  const bytes = Buffer.from(hex, 'hex');
+  for (let word = 0; word < bytes.length; word += 4) bytes.writeUInt32BE(bytes.readUInt32LE(word), word);
+  if (bytes.length === 4) return [...bytes].join('.');
+  const groups = Array.from({ length: 8 }, (_, i) => bytes.readUInt16BE(i * 2).toString(16));
+  return new URL(`http://[${groups.join(':')}]`).hostname.slice(1, -1);
+}
+
+/** The addresses the process `pid` listens on at TCP `port`, as the kernel lists its sockets. */
+function listeningAddresses(pid: number, port: number): string[] {
+  const fds = fs.readdirSync(`/proc/${pid}/fd`).map((fd) => {
+    try {
+      return fs.readlinkSync(`/proc/${pid}/fd/${fd}`);
+    } catch {
+      return ''; // closed meanwhile
+    }
+  });
+  const inodes = new Set(fds.flatMap((link) => /^socket:\[(\d+)\]$/.exec(link)?.[1] ?? []));
+  return ['/proc/net/tcp', '/proc/net/tcp6'].flatMap((table) =>
+    fs
+      .readFileSync(table, 'utf8')
+      .split('\n')
+      .slice(1)
+      .map((line) => line.trim().split(/\s+/))
+      // local address, state (0A: LISTEN), inode
+      .filter((fields) => fields.length > 9 && fields[3] === '0A' && inodes.has(fields[9]))
+      .map((fields) => fields[1].split(':'))
+      .filter(([, hexPort]) => parseInt(hexPort, 16) === port)
+      .map(([hexAddress]) => addressOf(hexAddress)),
+  );
+}
 
 /** GET /metrics, read with a real Prometheus text-format parser. */
 describe('GET /metrics', () => {
@@ -95,5 +129,45 @@ describe('GET /metrics with METRICS_PORT', () => {
     expect(families.map((family) => family.name)).toContain('http_requests_total');
     expect((await fetch(`${service.baseUrl}/metrics`)).status).toBe(404);
     expect((await fetch(`http://127.0.0.1:${metricsPort}/bikes/all`)).status).toBe(404);
+  });
+
+  it('listens on 127.0.0.1 only when METRICS_HOST is not set: the kernel lists no other address for it', () => {
+    expect(listeningAddresses(service.child.pid as number, metricsPort)).toEqual(['127.0.0.1']);
+  });
+});
+
+describe('METRICS_HOST', () => {
+  it('binds the metrics listener to the address it names (0.0.0.0, as the compose stacks set it)', async () => {
+    const metricsPort = await freePort();
+    const service = await spawnService({
+      DATABASE_URL: await createTestDatabase(),
+      JWT_SECRET: randomBytes(32).toString('base64url'),
+      METRICS_PORT: String(metricsPort),
+      METRICS_HOST: '0.0.0.0',
+    });
+    try {
+      expect(listeningAddresses(service.child.pid as number, metricsPort)).toEqual(['0.0.0.0']);
+      expect((await readMetrics(`http://127.0.0.1:${metricsPort}`)).length).toBeGreaterThan(0);
+    } finally {
+      service.child.kill('SIGTERM');
+      await service.exited;
+    }
+  });
+
+  it.each([
+    [
+      'a name, not an address',
+      { METRICS_PORT: '9100', METRICS_HOST: 'metrics.example' },
+      'METRICS_HOST must be an IP address to listen on (such as 0.0.0.0), got "metrics.example"',
+    ],
+    ['without METRICS_PORT', { METRICS_HOST: '0.0.0.0' }, 'METRICS_HOST goes with METRICS_PORT, which is not set'],
+  ])('%s: the service refuses to start with one line', async (_case, given, line) => {
+    const service = await launchService({
+      DATABASE_URL: await createTestDatabase(),
+      JWT_SECRET: randomBytes(32).toString('base64url'),
+      ...given,
+    });
+    expect(await service.exited).toEqual({ code: 1, signal: null });
+    expect(service.errors()).toBe(`bike catalog: ${line}\n`);
   });
 });

@@ -10,6 +10,7 @@ import { type Service, startService } from '../../src/server';
 import { client, issueToken, newBike } from '../support/bikes';
 import { missing, POSTGRES_15, type Postgres15, startPrimary } from '../support/servers';
 import { tempDataDir } from '../support/temp-dir';
+import { waitFor } from '../support/wait';
 
 const why = missing(`${POSTGRES_15}/postgres`, `${POSTGRES_15}/pg_dump`, `${POSTGRES_15}/pg_restore`);
 if (why) console.log(`restore.test.ts skipped: ${why}`);
@@ -104,13 +105,14 @@ if (why) console.log(`restore.test.ts skipped: ${why}`);
     await admin('CREATE DATABASE catalog');
     restore(file, 'catalog');
     // The pool's connections went with the database; its next ones reach the new one.
-    let status = 0;
-    for (let i = 0; i < 50 && status !== 200; i++) {
-      status = (await api.request('GET', `/bikes/${bike.id}`)).status;
-      if (status !== 200) await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-    expect(status).toBe(200);
-    await api.request('PATCH', `/bikes/${bike.id}`, { body: { vendor: 'after the restore' } });
+    await waitFor(
+      'the service to read the new database',
+      async () => ((await api.request('GET', `/bikes/${bike.id}`)).status === 200 ? true : undefined),
+      15_000,
+      100,
+    );
+    const patched = await api.request('PATCH', `/bikes/${bike.id}`, { body: { vendor: 'after the restore' } });
+    expect(patched.status).toBe(200);
     await expectNoneHonoured(bike, held);
   });
 });

@@ -1,0 +1,142 @@
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { Client } from 'pg';
+import { migrate, readMigrations } from '../../src/db/migrate';
+import { client, issueToken, newBike } from '../support/bikes';
+import { createEmptyTestDatabase, createTestRole } from '../support/databases';
+import { launchService, spawnService, type ServiceProcess } from '../support/process';
+
+/**
+ * The role the service's queries run as (DATABASE_URL's), at start-up: with no role of its own
+ * for migrations it migrates only what is pending, and says so when it may not; and it warns when
+ * its queries could change the schema (docs/decisions.md#starting-without-a-migrating-role,
+ * docs/decisions.md#when-the-service-role-owns-the-catalog).
+ */
+
+const ROOT = path.join(__dirname, '..', '..');
+const jwtSecret = () => randomBytes(32).toString('base64url');
+
+async function query<T extends object>(url: string, sql: string): Promise<T[]> {
+  const db = new Client({ connectionString: url });
+  await db.connect();
+  try {
+    return (await db.query<T>(sql)).rows;
+  } finally {
+    await db.end();
+  }
+}
+
+/** Who may do what to the catalog's tables, and which migrations are recorded: what a start must not change. */
+const rightsAndMigrations = async (url: string) => ({
+  acls: await query(
+    url,
+    `SELECT relname, relowner::regrole::text, relacl::text FROM pg_class
+                           WHERE relnamespace = 'public'::regnamespace ORDER BY relname`,
+  ),
+  migrations: await query(url, 'SELECT id, migration_name, finished_at FROM "_prisma_migrations" ORDER BY id'),
+});
+
+/** `npm run db:migrate`'s entry point, with this environment. */
+function migrateCli(env: Record<string, string>): Promise<unknown> {
+  return promisify(execFile)(process.execPath, [path.join(ROOT, 'dist', 'cli', 'migrate.js')], {
+    env: { PATH: process.env.PATH, LOG_LEVEL: 'warn', ...env },
+    timeout: 30_000,
+  });
+}
+
+const SCHEMA_WARNING = "the service's queries run as a role that owns the catalog's tables or is a superuser";
+
+/** The service's JSON log lines at warn level, or above, that say its role may change the schema. */
+const schemaWarnings = (service: ServiceProcess) =>
+  service
+    .output()
+    .split('\n')
+    .filter((line) => line.startsWith('{'))
+    .map((line) => JSON.parse(line) as { level: number; msg: string; role?: string })
+    .filter((entry) => entry.level >= 40 && entry.msg.startsWith(SCHEMA_WARNING));
+
+async function stopped(service: ServiceProcess): Promise<void> {
+  service.child.kill('SIGTERM');
+  expect((await service.exited).code).toBe(0);
+}
+
+describe('with DATABASE_URL alone, as a role that may not change the schema', () => {
+  it('with nothing pending (migrated by `npm run db:migrate` with DATABASE_DIRECT_URL), starts without migrating or granting anything, serves, and does not warn', async () => {
+    const direct = await createEmptyTestDatabase();
+    const role = await createTestRole();
+    await migrateCli({ DATABASE_URL: role.at(direct), DATABASE_DIRECT_URL: direct });
+    const before = await rightsAndMigrations(direct);
+
+    const service = await spawnService({ DATABASE_URL: role.at(direct), JWT_SECRET: jwtSecret() });
+    try {
+      expect((await fetch(`${service.baseUrl}/readyz`)).status).toBe(200);
+      const api = client(service.baseUrl, await issueToken(service.baseUrl));
+      const created = await api.create(newBike());
+      expect(await (await api.request('GET', `/bikes/${created.id}`)).json()).toEqual(created);
+      expect(schemaWarnings(service)).toEqual([]);
+    } finally {
+      await stopped(service);
+    }
+    expect(await rightsAndMigrations(direct)).toEqual(before);
+  });
+
+  it('with a migration pending, exits 1 with one line naming it and what to run, and changes nothing', async () => {
+    const direct = await createEmptyTestDatabase();
+    const role = await createTestRole();
+    const migrations = readMigrations();
+    const last = migrations[migrations.length - 1].name;
+    // A database one release behind, whose service role may read which migrations are applied.
+    await migrate(direct, () => undefined, migrations.slice(0, -1));
+    await query(direct, `GRANT SELECT ON "_prisma_migrations" TO ${role.name}`);
+    const before = await rightsAndMigrations(direct);
+
+    const service = await launchService({ DATABASE_URL: role.at(direct), JWT_SECRET: jwtSecret() });
+    expect(await service.exited).toEqual({ code: 1, signal: null });
+    expect(service.errors()).toBe(
+      `bike catalog failed to start: 1 migration is pending (${last}), and DATABASE_URL's role may not change ` +
+        'the schema: apply them with `npm run db:migrate` (in the compose stacks, the `migrate` service) with ' +
+        'DATABASE_DIRECT_URL set to a role that may\n',
+    );
+    expect(await rightsAndMigrations(direct)).toEqual(before);
+  });
+});
+
+describe('the warning that the service’s queries could change the schema', () => {
+  it('when DATABASE_URL’s role owns the catalog’s tables (it migrated them at start), logs it once, naming the role and where to read why', async () => {
+    const owner = await createTestRole();
+    const own = owner.at(await createEmptyTestDatabase(owner.name));
+    const service = await spawnService({ DATABASE_URL: own, JWT_SECRET: jwtSecret() });
+    try {
+      expect((await fetch(`${service.baseUrl}/readyz`)).status).toBe(200);
+      expect(schemaWarnings(service)).toEqual([
+        expect.objectContaining({
+          level: 40,
+          role: owner.name,
+          msg:
+            `${SCHEMA_WARNING}, so they can change or drop the schema; give DATABASE_URL a role of its own and ` +
+            'DATABASE_DIRECT_URL the one that migrates (docs/decisions.md#when-the-service-role-owns-the-catalog)',
+        }),
+      ]);
+    } finally {
+      await stopped(service);
+    }
+  });
+
+  it('when DATABASE_URL’s role is one of its own and DATABASE_DIRECT_URL migrates, does not log it', async () => {
+    const direct = await createEmptyTestDatabase();
+    const role = await createTestRole();
+    const service = await spawnService({
+      DATABASE_URL: role.at(direct),
+      DATABASE_DIRECT_URL: direct,
+      JWT_SECRET: jwtSecret(),
+    });
+    try {
+      expect((await fetch(`${service.baseUrl}/readyz`)).status).toBe(200);
+      expect(schemaWarnings(service)).toEqual([]);
+    } finally {
+      await stopped(service);
+    }
+  });
+});
