@@ -4,8 +4,10 @@ import { client, newBike } from './support/bikes';
 import { startTestService, type TestService } from './support/service';
 
 /**
- * A 5xx means nothing was written (docs/decisions.md): PostgreSQL itself cuts off a statement
- * that waits for a lock or runs too long, and rolls it back, before the service answers 503.
+ * A 503 means nothing was written (docs/decisions.md#a-5xx-says-what-was-written): PostgreSQL
+ * itself cuts off a statement that waits for a lock or runs too long, and rolls it back, before the
+ * service answers 503; and a service kept busy meanwhile waits, it does not fail
+ * (docs/decisions.md#busy-is-not-down).
  */
 describe('a write while another session holds a lock on the catalog', () => {
   let svc: TestService;
@@ -32,6 +34,20 @@ describe('a write while another session holds a lock on the catalog', () => {
     expect(Date.now() - started).toBeLessThan(4_000);
     await holder.query('COMMIT');
   });
+
+  it('when it holds the table for 2.5 s, 30 creates at once queue for the pool and the lock, and all answer 200: busy is not down', async () => {
+    await holder.query('LOCK TABLE bikes IN EXCLUSIVE MODE');
+    const api = client(svc.baseUrl, await svc.token());
+    const release = setTimeout(() => void holder.query('COMMIT'), 2_500);
+    try {
+      const statuses = await Promise.all(
+        Array.from({ length: 30 }, async () => (await api.request('POST', '/bikes/', { body: newBike() })).status),
+      );
+      expect(statuses.filter((status) => status !== 200)).toEqual([]);
+    } finally {
+      clearTimeout(release);
+    }
+  }, 30_000);
 
   it('when it holds the table itself, the create answers 503 with Retry-After, and the bike never appears', async () => {
     await holder.query('LOCK TABLE bikes IN EXCLUSIVE MODE');

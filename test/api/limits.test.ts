@@ -7,7 +7,7 @@ import { waitFor } from '../support/wait';
 import { rawRequest, signToken } from './helpers';
 
 /**
- * Abuse limits (docs/decisions.md, rule 28), set low here: tokens and writes per client per
+ * Abuse limits (docs/decisions.md#abuse-limits), set low here: tokens and writes per client per
  * minute, counted in PostgreSQL over every instance, and list streams at once per instance.
  * Over a limit: 429 with Retry-After and the RateLimit headers, and nothing is written.
  */
@@ -53,7 +53,18 @@ describe('abuse limits', () => {
         { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
         JSON.stringify(newBike({ title })),
       );
-    for (let i = 0; i < 6; i++) expect((await post(i % 2 ? second : first, `limited ${i}`)).status).toBe(200);
+    for (let i = 0; i < 5; i++) expect((await post(i % 2 ? second : first, `limited ${i}`)).status).toBe(200);
+    // A write refused for its body still spent its quota, and its 400 says how much is left.
+    const invalid = await rawRequest(
+      second.baseUrl,
+      'POST',
+      '/bikes/',
+      { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      JSON.stringify({ ...newBike(), title: 5 }),
+    );
+    expect(invalid.status).toBe(400);
+    expect(invalid.headers['ratelimit-policy']).toBe('"writes";q=6;w=60');
+    expect(invalid.headers.ratelimit).toMatch(/^"writes";r=0;t=\d+$/);
     const refused = await post(first, 'limited, over');
     expect(refused.status).toBe(429);
     expect(refused.headers['ratelimit-policy']).toBe('"writes";q=6;w=60');

@@ -140,3 +140,54 @@ describe('the warning that the service’s queries could change the schema', () 
     }
   });
 });
+
+describe("the service's role, migrated with a role of its own (docs/decisions.md#the-services-role)", () => {
+  let direct: string;
+  let asService: Client;
+  beforeAll(async () => {
+    direct = await createEmptyTestDatabase();
+    const role = await createTestRole();
+    await migrateCli({ DATABASE_URL: role.at(direct), DATABASE_DIRECT_URL: direct });
+    asService = new Client({ connectionString: role.at(direct) });
+    await asService.connect();
+  });
+  afterAll(() => asService.end());
+
+  const refused = async (sql: string) => {
+    const error = await asService.query(sql).then(
+      () => undefined,
+      (err: { code?: string }) => err.code,
+    );
+    // 42501: insufficient privilege.
+    return { sql, error };
+  };
+
+  it('cannot change the version bookkeeping, the identity, the triggers or the schema', async () => {
+    for (const sql of [
+      'UPDATE catalog_version_slots SET version = 0',
+      'DELETE FROM catalog_version_slots',
+      'UPDATE catalog_identity SET catalog_id = gen_random_uuid()',
+      "SELECT setval('bikes_version_seq', 1)",
+      'ALTER TABLE bikes DISABLE TRIGGER USER',
+      'DROP TABLE bikes',
+      'CREATE TABLE planted (id int)',
+      'DELETE FROM "_prisma_migrations"',
+    ]) {
+      expect(await refused(sql)).toEqual({ sql, error: '42501' });
+    }
+  });
+
+  it('writes bikes, and its writes still count in the bookkeeping it may only read', async () => {
+    const sum = async () =>
+      Number(
+        (await asService.query<{ sum: string }>('SELECT sum(version) AS sum FROM catalog_version_slots')).rows[0].sum,
+      );
+    const before = await sum();
+    await asService.query(
+      `INSERT INTO bikes (id, handle, title, product_type, created_at, description, vendor, available_for_sale,
+         total_inventory, min_price_amount, min_price_currency_code, max_price_amount, max_price_currency_code)
+       VALUES (gen_random_uuid(), 'h', 't', 'p', 'c', 'd', 'v', true, 1, 1, 'EUR', 2, 'EUR')`,
+    );
+    expect(await sum()).toBeGreaterThan(before);
+  });
+});

@@ -21,7 +21,7 @@ const why = missing(PGBOUNCER, `${POSTGRES_15}/postgres`);
 if (why) console.log(`primary-away.test.ts skipped: ${why}`);
 
 /**
- * The primary side away (docs/decisions.md, rule 26): the service reaches the primary through
+ * The primary side away (docs/decisions.md#reads-while-the-primary-is-away): the service reaches the primary through
  * PgBouncer and reads a streaming replica. With PgBouncer stopped, or hanging (SIGSTOP), reads
  * answer 200 from the replica, marked X-Stale; writes answer 503 with Retry-After within 2 s,
  * open pooled connections included; once PgBouncer is back, everything is as before.
@@ -122,6 +122,85 @@ if (why) console.log(`primary-away.test.ts skipped: ${why}`);
       await bouncer.start();
     }
     await expectNormalAgain();
+  }, 60_000);
+
+  /**
+   * A write the service sent, waiting on a lock held on the primary, when PgBouncer hangs: the
+   * service cannot know whether it will commit (PgBouncer runs it when it wakes), and says so.
+   */
+  async function writeWhilePgBouncerHangs(
+    lock: string,
+    write: () => Promise<Response>,
+  ): Promise<{ res: Response; ms: number }> {
+    const holder = new Client({ connectionString: primary.url('bikes') });
+    await holder.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query(lock);
+      const started = performance.now();
+      const sent = write();
+      // The write has reached PostgreSQL and waits for the lock.
+      await waitFor(
+        'the write to wait for its lock',
+        async () =>
+          (
+            await holder.query<{ n: string }>(
+              "SELECT count(*) AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND datname = 'bikes'",
+            )
+          ).rows[0].n === '1'
+            ? true
+            : undefined,
+        10_000,
+        20,
+      );
+      bouncer.signal('hang');
+      await holder.query('COMMIT');
+      const res = await sent;
+      return { res, ms: performance.now() - started };
+    } finally {
+      await holder.end();
+    }
+  }
+
+  it('PgBouncer hanging (SIGSTOP) under a PATCH it had taken: 504, outcome unknown, naming the bike; the PATCH then commits when it wakes', async () => {
+    const target = await api.create(newBike({ vendor: 'before' }));
+    try {
+      const { res, ms } = await writeWhilePgBouncerHangs(
+        `SELECT 1 FROM bikes WHERE id = '${target.id}' FOR UPDATE`,
+        () => api.request('PATCH', `/bikes/${target.id}`, { body: { vendor: 'after' } }),
+      );
+      expect(res.status).toBe(504);
+      expect(res.headers.get('write-outcome')).toBe('unknown');
+      expect(res.headers.get('content-location')).toBe(`/bikes/${target.id}`);
+      expect(res.headers.get('retry-after')).toBeNull();
+      expect(ms).toBeLessThan(4_000);
+    } finally {
+      bouncer.signal('resume');
+    }
+    await expectNormalAgain();
+    const read = await api.request('GET', `/bikes/${target.id}`, { headers: { 'x-read-from': 'primary' } });
+    expect(((await read.json()) as Bike).vendor).toBe('after');
+  }, 60_000);
+
+  it('PgBouncer hanging under a POST without a key: 504 names the id it was made under, and reading it tells whether it was', async () => {
+    const fields = newBike();
+    let location: string | null;
+    try {
+      const { res } = await writeWhilePgBouncerHangs('LOCK TABLE bikes IN SHARE MODE', () =>
+        api.request('POST', '/bikes/', { body: fields }),
+      );
+      expect(res.status).toBe(504);
+      expect(res.headers.get('write-outcome')).toBe('unknown');
+      location = res.headers.get('content-location');
+      expect(location).toMatch(/^\/bikes\/[0-9a-f-]{36}$/);
+    } finally {
+      bouncer.signal('resume');
+    }
+    await expectNormalAgain();
+    // The create committed when PgBouncer woke: the client finds it instead of creating it twice.
+    const found = await api.request('GET', location as string, { headers: { 'x-read-from': 'primary' } });
+    expect(found.status).toBe(200);
+    expect(((await found.json()) as Bike).title).toBe(fields.title);
   }, 60_000);
 
   it('PgBouncer hanging (SIGSTOP): the same, and a write on an open pooled connection is 503 within 2 s', async () => {

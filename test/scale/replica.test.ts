@@ -294,6 +294,26 @@ const eventually = <T>(what: string, probe: () => Promise<T | undefined>) => wai
     }
   }, 60_000);
 
+  it('a read already sent to the replica when it hangs is answered by the primary within about a second', async () => {
+    const { baseUrl } = await serviceReadingFrom(replica.url('bikes'));
+    await expectReadsFromThePrimary(baseUrl);
+    const fallbacks = async () =>
+      valueOf(await readMetrics(baseUrl), 'db_reads_total', { pool: 'primary-fallback' }) ?? 0;
+    const before = await fallbacks();
+    replica.signalAll('hang');
+    try {
+      // Sent at once, before any check has found the replica hung: these go to the replica first.
+      const started = Date.now();
+      const replies = await Promise.all([`/bikes/${bike.id}`, '/bikes/all'].map((path) => fetch(`${baseUrl}${path}`)));
+      const ms = Date.now() - started;
+      expect(replies.map((res) => res.status)).toEqual([200, 200]);
+      expect(ms).toBeLessThan(2_500);
+      expect(await fallbacks()).toBeGreaterThan(before);
+    } finally {
+      replica.signalAll('resume');
+    }
+  }, 60_000);
+
   it('when the replica is promoted, it is no longer read: a row written only there never shows', async () => {
     const { baseUrl } = await serviceReadingFrom(replica.url('bikes'));
     const promoted = new Client({ connectionString: replica.url('bikes') });
