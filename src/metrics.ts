@@ -11,16 +11,10 @@ collectDefaultMetrics({ register: registry });
 
 const labelNames = ['method', 'route', 'status'] as const;
 
-export const httpRequests = new Counter({
-  name: 'http_requests_total',
-  help: 'Requests answered, by method, route template and status',
-  labelNames,
-  registers: [registry],
-});
-
+/** Requests answered by method, route template and status: its `_count` counts them. */
 export const httpDuration = new Histogram({
   name: 'http_request_duration_seconds',
-  help: 'Time from the request to the last byte of the response',
+  help: 'Time from the request to the last byte of the response, by method, route template and status (_count: the requests)',
   labelNames,
   buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
   registers: [registry],

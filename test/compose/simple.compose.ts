@@ -66,7 +66,7 @@ if (noEngineReason) console.log(`simple.compose.ts skipped: ${noEngineReason}`);
       'api',
       'node',
       '-e',
-      "fetch('http://api:9100/metrics').then(async (r) => console.log(r.status, (await r.text()).includes('http_requests_total')))",
+      "fetch('http://api:9100/metrics').then(async (r) => console.log(r.status, (await r.text()).includes('http_request_duration_seconds_count')))",
     ]);
     expect(metrics.trim()).toBe('200 true');
     expect((await started.stack.compose(['port', 'api', '9100'])).trim()).toBe('');

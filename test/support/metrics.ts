@@ -19,3 +19,21 @@ export function valueOf(families: MetricFamily[], name: string, labels: Record<s
   const series = family?.metrics.find((m) => Object.entries(labels).every(([key, value]) => m.labels?.[key] === value));
   return Number(series?.value ?? series?.count ?? 0);
 }
+
+/**
+ * The value of one series of the text format, found by its full name (a histogram's
+ * `<name>_count` too: the parser above keeps neither a labelled histogram's counts nor its
+ * labels) and the labels it must carry; 0 when it does not exist yet.
+ */
+export async function seriesValue(baseUrl: string, name: string, labels: Record<string, string>): Promise<number> {
+  const text = await (await fetch(`${baseUrl}/metrics`)).text();
+  for (const line of text.split('\n')) {
+    const match = /^([\w:]+)(?:\{(.*)\})? (\S+)$/.exec(line);
+    if (!match || match[1] !== name) continue;
+    const carried = Object.fromEntries(
+      [...(match[2] ?? '').matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)].map((m) => [m[1], m[2]]),
+    );
+    if (Object.entries(labels).every(([key, value]) => carried[key] === value)) return Number(match[3]);
+  }
+  return 0;
+}
