@@ -99,7 +99,9 @@ async function main(): Promise<void> {
   const server = await openDatabaseServer(config, logger);
   try {
     await prepareDatabase(server, (message) => logger.info(message));
-    const pool = connectPool(server.url, (err) => logger.warn({ err: err.message }, 'database connection lost'));
+    const pool = connectPool(server.url, (err) => logger.warn({ err: err.message }, 'database connection lost'), {
+      ServerClient: server.ServerClient,
+    });
     try {
       const bikes = createBikeRepository({ prisma: createPrismaClient(pool), writes: pool });
       // One at a time, so the catalog lists them in the order they were made.

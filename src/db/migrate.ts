@@ -109,8 +109,9 @@ export async function migrate(
   databaseUrl: string,
   log: (message: string) => void = () => undefined,
   migrations: Migration[] = readMigrations(),
+  ServerClient: typeof Client = Client,
 ): Promise<string[]> {
-  const client = new Client({ connectionString: databaseUrl });
+  const client = new ServerClient({ connectionString: databaseUrl });
   await client.connect();
   try {
     await underMigrationLock(client, () => client.query(CREATE_MIGRATIONS_TABLE));
@@ -212,11 +213,11 @@ async function configureServiceRole(client: Client, role: string, log: (message:
  * copy). Returns what was applied, and that identity.
  */
 export async function prepareDatabase(
-  server: { directUrl: string; url: string },
+  server: { directUrl: string; url: string; ServerClient: typeof Client },
   log: (message: string) => void,
 ): Promise<{ applied: string[]; catalogId: string }> {
-  const applied = await migrate(server.directUrl, log);
-  const client = new Client({ connectionString: server.directUrl });
+  const applied = await migrate(server.directUrl, log, readMigrations(), server.ServerClient);
+  const client = new server.ServerClient({ connectionString: server.directUrl });
   await client.connect();
   try {
     const catalogId = await underMigrationLock(client, async () => {

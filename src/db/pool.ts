@@ -21,6 +21,8 @@ export const ROLE_SETTINGS = {
 export interface PoolOptions {
   /** How long a query may run before its connection is closed; 30 s unless a test shortens it. */
   queryTimeoutMs?: number;
+  /** pg's Client, or one that connects only to a server it can prove is the one meant (the embedded server's). */
+  ServerClient?: typeof Client;
 }
 
 /** How long a cut-off waits for its cancel request to be taken. */
@@ -88,7 +90,12 @@ const HANG_CHECK_EVERY_MS = 250;
  * server that is down refuses connections by itself.) A write in flight then may still commit
  * when the server wakes: its outcome cannot be known (docs/decisions.md, rule 18).
  */
-function closeConnectionsWhileHung(pool: Pool, connectionString: string, onHang: (err: Error) => void): void {
+function closeConnectionsWhileHung(
+  pool: Pool,
+  connectionString: string,
+  ServerClient: typeof Client,
+  onHang: (err: Error) => void,
+): void {
   const connections = new Set<PoolClient>();
   pool.on('connect', (client) => connections.add(client));
   pool.on('remove', (client) => connections.delete(client as PoolClient));
@@ -100,7 +107,7 @@ function closeConnectionsWhileHung(pool: Pool, connectionString: string, onHang:
   };
   const ask = async () => {
     probe ??= await (async () => {
-      const client = new Client({ connectionString, connectionTimeoutMillis: HANG_AFTER_MS });
+      const client = new ServerClient({ connectionString, connectionTimeoutMillis: HANG_AFTER_MS });
       client.on('error', () => undefined);
       await client.connect();
       return client;
@@ -138,9 +145,10 @@ function closeConnectionsWhileHung(pool: Pool, connectionString: string, onHang:
 export function connectPool(
   databaseUrl: string,
   onError: (err: Error) => void,
-  { queryTimeoutMs = QUERY_TIMEOUT_MS }: PoolOptions = {},
+  { queryTimeoutMs = QUERY_TIMEOUT_MS, ServerClient = Client }: PoolOptions = {},
 ): Pool {
   const pool = new Pool({
+    Client: ServerClient,
     connectionString: databaseUrl,
     max: 10,
     connectionTimeoutMillis: 1_500,
@@ -149,6 +157,6 @@ export function connectPool(
   // An idle connection that PostgreSQL drops (restart, outage) must not crash the process.
   pool.on('error', onError);
   cutOffStuckClients(pool, queryTimeoutMs, onError);
-  closeConnectionsWhileHung(pool, databaseUrl, onError);
+  closeConnectionsWhileHung(pool, databaseUrl, ServerClient, onError);
   return pool;
 }
