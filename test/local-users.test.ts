@@ -3,8 +3,8 @@ import path from 'node:path';
 import { Client } from 'pg';
 import { startEmbeddedPostgres } from '../src/postgres/embedded-postgres';
 import { serverUser } from '../src/postgres/server-user';
-import { isStartupMessageOnly, type Neighbour, neighbourListeningOn } from './support/neighbour';
-import { freePort } from './support/process';
+import { isStartupMessageOnly, type Neighbour, neighbourListeningOn, NOBODY } from './support/neighbour';
+import { freePort, launchService, spawnService } from './support/process';
 import { tempDataDir } from './support/temp-dir';
 import { waitFor } from './support/wait';
 
@@ -127,5 +127,54 @@ function expectNothingPastStartup(heard: Buffer[], dataDir: string): void {
     } finally {
       fs.rmSync(dataDir, { recursive: true, force: true });
     }
+  }, 60_000);
+});
+
+/** Runs the service until it exits (or kills it after `ms`): its exit code and what it wrote to stderr. */
+async function exitOf(env: Record<string, string>, ms = 30_000): Promise<{ code: number | null; errors: string }> {
+  const service = await launchService(env);
+  const timer = setTimeout(() => service.child.kill('SIGKILL'), ms);
+  const { code } = await service.exited;
+  clearTimeout(timer);
+  return { code, errors: service.errors() };
+}
+
+(asRoot ? describe : describe.skip)('as root, a DATA_DIR reached through a link', () => {
+  let base: string;
+  beforeEach(() => {
+    base = tempDataDir('links');
+    fs.mkdirSync(path.join(base, 'real'), { mode: 0o711 });
+  });
+  afterEach(() => fs.rmSync(base, { recursive: true, force: true }));
+
+  it('owned by another user is refused with one line naming the link and its owner, and nothing is made through it', async () => {
+    const link = path.join(base, 'via');
+    fs.symlinkSync(path.join(base, 'real'), link);
+    fs.lchownSync(link, NOBODY, NOBODY);
+    const { code, errors } = await exitOf({ DATA_DIR: path.join(link, 'data') });
+    expect(code).toBe(1);
+    expect(errors.trimEnd().split('\n')).toEqual([
+      expect.stringContaining(`is not safe to use as root: the link ${link} belongs to user ${NOBODY}`),
+    ]);
+    expect(fs.readdirSync(path.join(base, 'real'))).toEqual([]);
+  }, 60_000);
+
+  it('in a directory another user may write to is refused, naming that directory', async () => {
+    const open = path.join(base, 'open');
+    fs.mkdirSync(open, { mode: 0o777 });
+    fs.chmodSync(open, 0o777);
+    fs.symlinkSync(path.join(base, 'real'), path.join(open, 'via'));
+    const { code, errors } = await exitOf({ DATA_DIR: path.join(open, 'via', 'data') });
+    expect(code).toBe(1);
+    expect(errors).toContain(`is not safe to use as root: others may write to ${open}`);
+  }, 60_000);
+
+  it('owned by root, in a directory only root can change, is followed: the service serves from its target', async () => {
+    const link = path.join(base, 'via');
+    fs.symlinkSync(path.join(base, 'real'), link);
+    const service = await spawnService({ DATA_DIR: path.join(link, 'data') }, { timeoutMs: 60_000 });
+    service.child.kill('SIGTERM');
+    expect((await service.exited).code).toBe(0);
+    expect(fs.existsSync(path.join(base, 'real', 'data', 'postgres', 'PG_VERSION'))).toBe(true);
   }, 60_000);
 });

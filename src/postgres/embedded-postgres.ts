@@ -379,6 +379,8 @@ async function start(options: EmbeddedPostgresOptions): Promise<EmbeddedPostgres
   const database = options.database ?? 'bikes';
   const { dataDir } = options;
   const user = serverUser();
+  // Checked before it is made too, so that nothing is made through another user's link.
+  if (user) assertOnlyUsCanChange(dataDir, 'DATA_DIR');
   // Others may traverse it but not list it; the secrets in it are readable by their owner only.
   fs.mkdirSync(dataDir, { recursive: true, mode: 0o711 });
   if (user) assertOnlyUsCanChange(dataDir, 'DATA_DIR');
