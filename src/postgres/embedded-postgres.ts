@@ -8,7 +8,7 @@ import { loadOrCreateSecretFile } from '../secret-file';
 import { withinTime } from '../timeout';
 import { clientOfServerRunBy } from './own-server';
 import { assertOnlyUsCanChange, openPrivateLog, readServerFile } from './safe-files';
-import { binDir, makeSharedCluster, removeServerDir, removeSharedCluster } from './shared-dir';
+import { binDir, makeSharedCluster, removeServerDir, removeSharedCluster, renewLease } from './shared-dir';
 import { asServerUser, canReach, SERVER_USER_NAME, serverUser, type ServerUser } from './server-user';
 
 /**
@@ -405,6 +405,8 @@ async function start(options: EmbeddedPostgresOptions): Promise<EmbeddedPostgres
     );
   }
   if (user) assertOnlyUsCanChange(path.dirname(clusterDir), 'the directory of the cluster');
+  // Before the server starts, so that prune, which removes no cluster whose lease is held, keeps it.
+  if (user) renewLease(dataDir, clusterDir, log);
   const appPassword = loadOrCreateSecretFile(path.join(dataDir, 'postgres-app-password'), newPassword);
 
   // Who made a socket proves whose server listens on it: the server user as root, else ourselves.
