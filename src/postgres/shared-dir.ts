@@ -22,7 +22,7 @@ import { asServerUser, canReach, type ServerUser } from './server-user';
  * wherever the clone was renamed or moved to on the same file system
  * (docs/decisions.md#which-clusters-prune-removes).
  */
-export const SHARED_DIR = '/var/lib/bike-catalog';
+const SHARED_DIR = '/var/lib/bike-catalog';
 export const CLUSTERS_DIR = path.join(SHARED_DIR, 'clusters');
 /** Inside a cluster's home: the DATA_DIR that last started it. Its presence marks the home as ours. */
 const OWNER_FILE = 'data-dir';
