@@ -110,6 +110,20 @@ function pruneSaysOf(home: string): string[] {
   return output.split('\n').filter((line) => line.includes(`${home}:`));
 }
 
+/**
+ * The service serving from `dataDir`. Its own line says so: on a machine shared with other test
+ * runs, the port it was given may have been taken by another service first, which would answer.
+ */
+async function serving(dataDir: string): Promise<ServiceProcess> {
+  const service = await spawnService({ DATA_DIR: dataDir }, { timeoutMs: 60_000 });
+  await waitFor(
+    'the service’s own listening line',
+    () => (service.output().includes('listening on') ? true : undefined),
+    10_000,
+  );
+  return service;
+}
+
 async function stop(service: ServiceProcess): Promise<void> {
   service.child.kill('SIGTERM');
   expect((await service.exited).code).toBe(0);
@@ -136,7 +150,7 @@ async function stop(service: ServiceProcess): Promise<void> {
     const dir = privateDir(parent);
     made.push(dir);
     const dataDir = path.join(dir, 'clone', '.data');
-    const service = await spawnService({ DATA_DIR: dataDir }, { timeoutMs: 60_000 });
+    const service = await serving(dataDir);
     await stop(service);
     const home = clusterHomeOf(dataDir);
     homes.push(home);
@@ -147,7 +161,7 @@ async function stop(service: ServiceProcess): Promise<void> {
     const dir = privateDir();
     made.push(dir);
     const before = path.join(dir, 'clone');
-    const first = await spawnService({ DATA_DIR: path.join(before, '.data') }, { timeoutMs: 60_000 });
+    const first = await serving(path.join(before, '.data'));
     const { token } = (await (await fetch(`${first.baseUrl}/api/user`, { method: 'POST' })).json()) as {
       token: string;
     };
@@ -162,7 +176,7 @@ async function stop(service: ServiceProcess): Promise<void> {
       `kept ${home}: in use, a clone holds its lease (last started from ${before}/.data, since renamed or moved)`,
     ]);
 
-    const second = await spawnService({ DATA_DIR: path.join(after, '.data') }, { timeoutMs: 60_000 });
+    const second = await serving(path.join(after, '.data'));
     try {
       const read = await fetch(`${second.baseUrl}/bikes/${bike.id}`);
       expect(read.status).toBe(200);
@@ -180,7 +194,7 @@ async function stop(service: ServiceProcess): Promise<void> {
     const dir = privateDir();
     made.push(dir);
     const dataDir = path.join(dir, 'clone', '.data');
-    const service = await spawnService({ DATA_DIR: dataDir }, { timeoutMs: 60_000 });
+    const service = await serving(dataDir);
     // Killed as by the OOM killer: its PostgreSQL, a process of its own, runs on.
     service.child.kill('SIGKILL');
     await service.exited;
