@@ -65,7 +65,9 @@ export async function startService(config: Config, logger: Logger): Promise<Serv
   const databaseServer = await openDatabaseServer(config, logger);
   const pools: ServicePool[] = [];
   const connect = (name: string, url: string) => {
-    const pool = connectPool(url, (err) => logger.warn({ err: err.message, pool: name }, 'database connection lost'));
+    const pool = connectPool(url, (err) => logger.warn({ err: err.message, pool: name }, 'database connection lost'), {
+      ServerClient: databaseServer.ServerClient,
+    });
     watchPool(name, pool);
     pools.push(pool);
     return pool;

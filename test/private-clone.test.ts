@@ -4,7 +4,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { CLUSTERS_DIR } from '../src/postgres/shared-dir';
 import { client, newBike } from './support/bikes';
-import { spawnService } from './support/process';
+import { spawnService, type ServiceProcess } from './support/process';
+import { waitFor } from './support/wait';
 
 const ROOT = path.join(__dirname, '..');
 const asRoot = process.getuid?.() === 0;
@@ -85,7 +86,182 @@ function copyProject(dir: string): void {
     const clusterHome = path.dirname(cluster);
     fs.rmSync(clone, { recursive: true, force: true });
     const output = execFileSync(process.execPath, [path.join(ROOT, 'dist', 'cli', 'prune-clusters.js')]).toString();
-    expect(output).toContain(`removed ${clusterHome}: ${path.join(clone, '.data')} no longer uses it`);
+    expect(output).toContain(
+      `removed ${clusterHome}: no clone holds its lease, and ${path.join(clone, '.data')}, where it was last started from, no longer links to it`,
+    );
     expect(fs.existsSync(clusterHome)).toBe(false);
   }, 60_000);
+});
+
+const PRUNE = path.join(__dirname, '..', 'dist', 'cli', 'prune-clusters.js');
+/** A private (0700) directory, as /root or `mktemp -d` is, under `parent`. */
+function privateDir(parent = os.tmpdir()): string {
+  return fs.mkdtempSync(path.join(parent, 'bike-catalog-prune-'));
+}
+
+/** The cluster home in CLUSTERS_DIR that `dataDir` links to. */
+function clusterHomeOf(dataDir: string): string {
+  return path.dirname(fs.readlinkSync(path.join(dataDir, 'postgres')));
+}
+
+/** What prune said about `home`: its one line. */
+function pruneSaysOf(home: string): string[] {
+  const output = execFileSync(process.execPath, [PRUNE]).toString();
+  return output.split('\n').filter((line) => line.includes(`${home}:`));
+}
+
+/**
+ * The service serving from `dataDir`. Its own line says so: on a machine shared with other test
+ * runs, the port it was given may have been taken by another service first, which would answer.
+ */
+async function serving(dataDir: string): Promise<ServiceProcess> {
+  const service = await spawnService({ DATA_DIR: dataDir }, { timeoutMs: 60_000 });
+  await waitFor(
+    'the service’s own listening line',
+    () => (service.output().includes('listening on') ? true : undefined),
+    10_000,
+  );
+  return service;
+}
+
+async function stop(service: ServiceProcess): Promise<void> {
+  service.child.kill('SIGTERM');
+  expect((await service.exited).code).toBe(0);
+}
+
+/**
+ * npm run db:prune-clusters removes only the clusters it can prove unused
+ * (docs/decisions.md#which-clusters-prune-removes). In this file only, so that no other test's
+ * prune removes a cluster one of these tests has just made removable. Other clusters in
+ * CLUSTERS_DIR (other clones on this machine) are left to their own lines.
+ */
+(asRoot ? describe : describe.skip)('npm run db:prune-clusters', () => {
+  const made: string[] = [];
+  const homes: string[] = [];
+  afterEach(() => {
+    // What a test left: its clone, and its cluster when prune rightly kept it.
+    for (const dir of [...made, ...homes]) fs.rmSync(dir, { recursive: true, force: true });
+    made.length = 0;
+    homes.length = 0;
+  });
+
+  /** A clone's DATA_DIR in a private directory, used once by the service; its cluster's home. */
+  async function usedClone(parent?: string): Promise<{ dataDir: string; home: string; output: string }> {
+    const dir = privateDir(parent);
+    made.push(dir);
+    const dataDir = path.join(dir, 'clone', '.data');
+    const service = await serving(dataDir);
+    await stop(service);
+    const home = clusterHomeOf(dataDir);
+    homes.push(home);
+    return { dataDir, home, output: service.output() };
+  }
+
+  it('keeps the cluster of a clone renamed after use, which then starts with its catalog', async () => {
+    const dir = privateDir();
+    made.push(dir);
+    const before = path.join(dir, 'clone');
+    const first = await serving(path.join(before, '.data'));
+    const { token } = (await (await fetch(`${first.baseUrl}/api/user`, { method: 'POST' })).json()) as {
+      token: string;
+    };
+    const bike = await client(first.baseUrl, token).create(newBike());
+    await stop(first);
+    const home = clusterHomeOf(path.join(before, '.data'));
+    homes.push(home);
+
+    const after = path.join(dir, 'renamed');
+    fs.renameSync(before, after);
+    expect(pruneSaysOf(home)).toEqual([
+      `kept ${home}: in use, a clone holds its lease (last started from ${before}/.data, since renamed or moved)`,
+    ]);
+
+    const second = await serving(path.join(after, '.data'));
+    try {
+      const read = await fetch(`${second.baseUrl}/bikes/${bike.id}`);
+      expect(read.status).toBe(200);
+      expect(await read.json()).toEqual(bike);
+    } finally {
+      await stop(second);
+    }
+    // The start recorded where the clone is now.
+    expect(pruneSaysOf(home)).toEqual([
+      `kept ${home}: in use, a clone holds its lease (last started from ${after}/.data)`,
+    ]);
+  }, 180_000);
+
+  it('keeps the cluster of a deleted clone while a server still runs on it, and removes it once that server is stopped', async () => {
+    const dir = privateDir();
+    made.push(dir);
+    const dataDir = path.join(dir, 'clone', '.data');
+    const service = await serving(dataDir);
+    // Killed as by the OOM killer: its PostgreSQL, a process of its own, runs on.
+    service.child.kill('SIGKILL');
+    await service.exited;
+    const home = clusterHomeOf(dataDir);
+    homes.push(home);
+    const pid = Number(fs.readFileSync(path.join(home, 'data', 'postmaster.pid'), 'utf8').split('\n')[0]);
+    fs.rmSync(path.dirname(dataDir), { recursive: true });
+    expect(pruneSaysOf(home)).toEqual([
+      `kept ${home}: no clone holds its lease, but a server still runs on it (process ${pid}); stop it (kill -INT ${pid}) and prune again`,
+    ]);
+
+    process.kill(pid, 'SIGINT');
+    await waitFor(
+      'the server to stop',
+      () => (fs.existsSync(path.join(home, 'data', 'postmaster.pid')) ? undefined : true),
+      30_000,
+    );
+    expect(pruneSaysOf(home)).toEqual([
+      `removed ${home}: no clone holds its lease, and ${dataDir}, where it was last started from, no longer links to it`,
+    ]);
+    expect(fs.existsSync(home)).toBe(false);
+  }, 120_000);
+
+  it('keeps the cluster of a clone whose lease file was deleted while the clone still links to it', async () => {
+    const { dataDir, home } = await usedClone();
+    fs.unlinkSync(path.join(dataDir, 'postgres.lease'));
+    expect(pruneSaysOf(home)).toEqual([
+      `kept ${home}: ${dataDir} still links to it, though it no longer holds its lease (a start renews it)`,
+    ]);
+  }, 120_000);
+
+  const otherFileSystem = asRoot && fs.statSync('/dev/shm').dev !== fs.statSync(path.dirname(CLUSTERS_DIR)).dev;
+  (otherFileSystem ? it : it.skip)(
+    'keeps the cluster of a clone on another file system, even once it is gone, and says how to remove it by hand',
+    async () => {
+      const { dataDir, home, output } = await usedClone('/dev/shm');
+      expect(output).toContain(
+        `${dataDir} is on another file system than ${path.dirname(CLUSTERS_DIR)}: npm run db:prune-clusters cannot tell whether it still uses ${home}, and will keep it`,
+      );
+      fs.rmSync(path.dirname(dataDir), { recursive: true });
+      expect(pruneSaysOf(home)).toEqual([
+        `kept ${home}: ${dataDir} is on another file system, so no lease can prove whether it still uses it; once that clone is gone, remove it by hand: rm -r ${home}`,
+      ]);
+      expect(fs.existsSync(path.join(home, 'data', 'PG_VERSION'))).toBe(true);
+    },
+    120_000,
+  );
+
+  it('keeps a cluster made by an older version (no lease), and says how to remove it by hand', async () => {
+    const { dataDir, home } = await usedClone();
+    // What an older version left: the cluster and its data-dir mark, no lease.
+    fs.unlinkSync(path.join(home, 'lease'));
+    fs.unlinkSync(path.join(dataDir, 'postgres.lease'));
+    expect(pruneSaysOf(home)).toEqual([
+      `kept ${home}: it has no lease (made by an older version, or by a first start that did not finish); ` +
+        `start ${dataDir} once to give it one, or, if that clone is gone, remove it by hand: rm -r ${home}`,
+    ]);
+    expect(fs.existsSync(path.join(home, 'data', 'PG_VERSION'))).toBe(true);
+  }, 120_000);
+
+  it('keeps a directory it did not make and mark, and touches nothing in it', () => {
+    const home = fs.mkdtempSync(path.join(CLUSTERS_DIR, 'not-ours-'));
+    homes.push(home);
+    fs.writeFileSync(path.join(home, 'precious'), 'keep me');
+    expect(pruneSaysOf(home)).toEqual([
+      `kept ${home}: not made by this version of the service (no owner mark); remove it by hand if unused`,
+    ]);
+    expect(fs.readFileSync(path.join(home, 'precious'), 'utf8')).toBe('keep me');
+  });
 });

@@ -15,9 +15,12 @@ async function main(): Promise<number> {
     const url = new URL(server.directUrl);
     const password = decodeURIComponent(url.password);
     url.password = '';
+    // The embedded server is made for SCRAM only: libpq 16 and later then refuse to give the password
+    // any other way (docs/decisions.md#proving-a-server-is-ours); older ones ignore the variable.
+    const scramOnly = config.databaseUrl === undefined ? { PGREQUIREAUTH: 'scram-sha-256' } : {};
     const child = spawn('psql', [url.toString(), ...process.argv.slice(2)], {
       stdio: 'inherit',
-      env: { ...process.env, PGPASSWORD: password },
+      env: { ...process.env, PGPASSWORD: password, ...scramOnly },
     });
     return await new Promise<number>((resolve, reject) => {
       child.once('error', reject);

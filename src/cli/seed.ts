@@ -102,7 +102,9 @@ async function main(): Promise<void> {
   try {
     // As the service starts: in the compose stacks' api container, as a role that may not migrate.
     await prepareToServe(server, (message) => logger.info(message));
-    const pool = connectPool(server.url, (err) => logger.warn({ err: err.message }, 'database connection lost'));
+    const pool = connectPool(server.url, (err) => logger.warn({ err: err.message }, 'database connection lost'), {
+      ServerClient: server.ServerClient,
+    });
     try {
       const prisma = createPrismaClient(pool);
       // In batches, each one INSERT whose rows take their places (seq) in the order they were made.

@@ -108,8 +108,9 @@ export async function migrate(
   databaseUrl: string,
   log: (message: string) => void = () => undefined,
   migrations: Migration[] = readMigrations(),
+  ServerClient: typeof Client = Client,
 ): Promise<string[]> {
-  const client = new Client({ connectionString: databaseUrl });
+  const client = new ServerClient({ connectionString: databaseUrl });
   await client.connect();
   try {
     await underMigrationLock(client, () => client.query(CREATE_MIGRATIONS_TABLE));
@@ -269,15 +270,19 @@ function insufficientPrivilege(err: unknown): boolean {
   return false;
 }
 
+/** The URLs a start connects to, and the pg Client to connect with (src/postgres/database-server.ts). */
+interface Server {
+  directUrl: string;
+  url: string;
+  ServerClient: typeof Client;
+}
+
 /**
  * What every start and every tool does first: the pending migrations, then the service role's
  * rights and settings and the triggers on (serviceRoleAndTriggers). Returns what was applied.
  */
-export async function prepareDatabase(
-  server: { directUrl: string; url: string },
-  log: (message: string) => void,
-): Promise<{ applied: string[] }> {
-  const applied = await migrate(server.directUrl, log);
+export async function prepareDatabase(server: Server, log: (message: string) => void): Promise<{ applied: string[] }> {
+  const applied = await migrate(server.directUrl, log, readMigrations(), server.ServerClient);
   await serviceRoleAndTriggers(server, log);
   return { applied };
 }
@@ -287,8 +292,8 @@ export async function prepareDatabase(
  * same grants), as the role that migrates: the service role's rights and settings
  * (configureServiceRole; as the service role itself, its settings only), and the triggers on.
  */
-async function serviceRoleAndTriggers(server: { directUrl: string; url: string }, log: (message: string) => void) {
-  const client = new Client({ connectionString: server.directUrl });
+async function serviceRoleAndTriggers(server: Server, log: (message: string) => void) {
+  const client = new server.ServerClient({ connectionString: server.directUrl });
   await client.connect();
   try {
     await underMigrationLock(client, async () => {
@@ -300,9 +305,9 @@ async function serviceRoleAndTriggers(server: { directUrl: string; url: string }
   }
 }
 
-/** The committed migrations not applied at `url`: all of them where nothing was ever migrated. */
-async function pendingAt(url: string): Promise<string[]> {
-  const client = new Client({ connectionString: url });
+/** The committed migrations not applied at the server's URL: all of them where nothing was ever migrated. */
+async function pendingAt(server: Server): Promise<string[]> {
+  const client = new server.ServerClient({ connectionString: server.url });
   await client.connect();
   try {
     return await pendingMigrations(client);
@@ -325,18 +330,15 @@ async function pendingAt(url: string): Promise<string[]> {
  * says what to run (docs/decisions.md#starting-without-a-migrating-role). Either way the role
  * then sets its own settings (ROLE_SETTINGS, which a 5xx's meaning rests on).
  */
-export async function prepareToServe(
-  server: { directUrl: string; url: string },
-  log: (message: string) => void,
-): Promise<void> {
+export async function prepareToServe(server: Server, log: (message: string) => void): Promise<void> {
   if (server.directUrl !== server.url) {
     await prepareDatabase(server, log);
     return;
   }
-  const pending = await pendingAt(server.url);
+  const pending = await pendingAt(server);
   if (pending.length > 0) {
     try {
-      await migrate(server.url, log);
+      await migrate(server.url, log, readMigrations(), server.ServerClient);
     } catch (err) {
       if (!insufficientPrivilege(err)) throw err;
       throw new Error(

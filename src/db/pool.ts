@@ -23,6 +23,8 @@ export const ROLE_SETTINGS = {
 export interface PoolOptions {
   /** How long a query may run before its connection is closed; 30 s unless a test shortens it. */
   queryTimeoutMs?: number;
+  /** pg's Client, or one that connects only to a server it can prove is the one meant (the embedded server's). */
+  ServerClient?: typeof Client;
 }
 
 /**
@@ -112,7 +114,12 @@ export interface ServerWatch {
   unlessDown<T>(start: () => Promise<T>): Promise<T>;
 }
 
-function watchServer(pool: Pool, connectionString: string, onHang: (err: Error) => void): ServerWatch {
+function watchServer(
+  pool: Pool,
+  connectionString: string,
+  ServerClient: typeof Client,
+  onHang: (err: Error) => void,
+): ServerWatch {
   const connections = new Set<PoolClient>();
   pool.on('connect', (client) => connections.add(client));
   pool.on('remove', (client) => connections.delete(client as PoolClient));
@@ -133,7 +140,7 @@ function watchServer(pool: Pool, connectionString: string, onHang: (err: Error) 
   };
   const ask = async () => {
     probe ??= await (async () => {
-      const client = new Client({ connectionString, connectionTimeoutMillis: HANG_AFTER_MS });
+      const client = new ServerClient({ connectionString, connectionTimeoutMillis: HANG_AFTER_MS });
       client.on('error', () => undefined);
       await client.connect();
       return client;
@@ -209,9 +216,10 @@ export interface ServicePool extends Pool {
 export function connectPool(
   databaseUrl: string,
   onError: (err: Error) => void,
-  { queryTimeoutMs = QUERY_TIMEOUT_MS }: PoolOptions = {},
+  { queryTimeoutMs = QUERY_TIMEOUT_MS, ServerClient = Client }: PoolOptions = {},
 ): ServicePool {
   const pool = new Pool({
+    Client: ServerClient,
     connectionString: databaseUrl,
     max: 10,
     connectionTimeoutMillis: CONNECTION_WAIT_MS,
@@ -220,7 +228,7 @@ export function connectPool(
   // An idle connection that PostgreSQL drops (restart, outage) must not crash the process.
   pool.on('error', onError);
   cutOffStuckClients(pool, queryTimeoutMs, onError);
-  return Object.assign(pool, { server: watchServer(pool, databaseUrl, onError) });
+  return Object.assign(pool, { server: watchServer(pool, databaseUrl, ServerClient, onError) });
 }
 
 export type Query = <Row extends QueryResultRow>(text: string, values: unknown[]) => Promise<QueryResult<Row>>;

@@ -1,3 +1,4 @@
+import { Client } from 'pg';
 import type { Logger } from '../logger';
 import { startEmbeddedPostgres } from './embedded-postgres';
 
@@ -11,6 +12,11 @@ export interface DatabaseServer {
   directUrl: string;
   /** A streaming replica for reads (DATABASE_REPLICA_URL), if any. */
   replicaUrl?: string;
+  /**
+   * pg's Client for connections to these URLs: for the embedded server, one that authenticates
+   * only to that server (docs/decisions.md#proving-a-server-is-ours).
+   */
+  ServerClient: typeof Client;
   /** Stops the embedded PostgreSQL unless another process still uses it; nothing for an external database. */
   stop(): Promise<void>;
 }
@@ -25,6 +31,7 @@ export async function openDatabaseServer(
       url: options.databaseUrl,
       directUrl: options.directUrl ?? options.databaseUrl,
       replicaUrl: options.replicaUrl,
+      ServerClient: Client,
       stop: async () => undefined,
     };
   }
@@ -35,6 +42,7 @@ export async function openDatabaseServer(
   return {
     url: embedded.url,
     directUrl: embedded.adminUrl,
+    ServerClient: embedded.ServerClient,
     // Stopped by the last process that uses it: never under another instance.
     stop: () => embedded.stop(),
   };

@@ -6,8 +6,9 @@ import path from 'node:path';
 import { Client } from 'pg';
 import { loadOrCreateSecretFile } from '../secret-file';
 import { withinTime } from '../timeout';
+import { clientOfServerRunBy } from './own-server';
 import { assertOnlyUsCanChange, openPrivateLog, readServerFile } from './safe-files';
-import { binDir, makeSharedCluster, removeServerDir, removeSharedCluster } from './shared-dir';
+import { binDir, makeSharedCluster, removeServerDir, removeSharedCluster, renewLease } from './shared-dir';
 import { asServerUser, canReach, SERVER_USER_NAME, serverUser, type ServerUser } from './server-user';
 
 /**
@@ -26,6 +27,11 @@ export interface EmbeddedPostgres {
   /** The same database as the cluster's superuser: for migrations and tools. */
   adminUrl: string;
   port: number;
+  /**
+   * pg's Client for every connection to this server: it authenticates only to a server proved to
+   * be ours (docs/decisions.md#proving-a-server-is-ours).
+   */
+  ServerClient: typeof Client;
   /** Lets go of the server, and stops it (stopServer) when no other process uses it. */
   stop(): Promise<void>;
 }
@@ -219,9 +225,12 @@ function createCluster(
   }
 }
 
-/** Connects as the superuser, or undefined when nothing answers there with our password. */
-async function connectAsSuperuser(url: string): Promise<Client | undefined> {
-  const client = new Client({ connectionString: url, connectionTimeoutMillis: 1000 });
+/**
+ * Connects as the superuser, or undefined when nothing answers there, or a server we cannot prove
+ * ours (ServerClient gives it nothing).
+ */
+async function connectAsSuperuser(ServerClient: typeof Client, url: string): Promise<Client | undefined> {
+  const client = new ServerClient({ connectionString: url, connectionTimeoutMillis: 1000 });
   client.on('error', () => undefined);
   try {
     await client.connect();
@@ -233,20 +242,27 @@ async function connectAsSuperuser(url: string): Promise<Client | undefined> {
 }
 
 /** Whether a server of this cluster answers on `port` (postmaster.pid is the server user's word, so it is checked). */
-async function isOurServer(url: string, clusterDir: string): Promise<boolean> {
-  const client = await connectAsSuperuser(url);
+async function isOurServer(ServerClient: typeof Client, url: string, clusterDir: string): Promise<boolean> {
+  const client = await connectAsSuperuser(ServerClient, url);
   if (!client) return false;
   try {
     const { rows } = await client.query<{ dir: string }>(`SELECT current_setting('data_directory') AS dir`);
     return rows[0].dir === clusterDir;
+  } catch {
+    return false; // a connection refused after it was made (ServerClient) answers nothing
   } finally {
     await client.end();
   }
 }
 
 /** The database, and the service's role with the password in its file (reset at every start, so the file decides). */
-async function ensureDatabaseAndRole(adminUrl: string, database: string, appPassword: string): Promise<void> {
-  const client = new Client({ connectionString: adminUrl });
+async function ensureDatabaseAndRole(
+  ServerClient: typeof Client,
+  adminUrl: string,
+  database: string,
+  appPassword: string,
+): Promise<void> {
+  const client = new ServerClient({ connectionString: adminUrl });
   await client.connect();
   try {
     // Two processes starting at once would otherwise both create (one failing on a unique index).
@@ -278,11 +294,11 @@ interface ServerInUse {
   leaveLast(): Promise<boolean>;
 }
 
-async function holdServerInUse(url: string): Promise<ServerInUse> {
+async function holdServerInUse(ServerClient: typeof Client, url: string): Promise<ServerInUse> {
   let held: Client | undefined;
   let leaving = false;
   const hold = async (): Promise<boolean> => {
-    const client = await connectAsSuperuser(url);
+    const client = await connectAsSuperuser(ServerClient, url);
     if (!client) return false;
     await client.query('SELECT pg_advisory_lock_shared($1)', [IN_USE_LOCK_KEY]);
     held = client;
@@ -301,7 +317,7 @@ async function holdServerInUse(url: string): Promise<ServerInUse> {
     async leaveLast() {
       leaving = true;
       await held?.end();
-      const client = await connectAsSuperuser(url);
+      const client = await connectAsSuperuser(ServerClient, url);
       if (!client) return false; // it is gone already
       const { rows } = await client.query<{ last: boolean }>('SELECT pg_try_advisory_lock($1) AS last', [
         IN_USE_LOCK_KEY,
@@ -363,6 +379,8 @@ async function start(options: EmbeddedPostgresOptions): Promise<EmbeddedPostgres
   const database = options.database ?? 'bikes';
   const { dataDir } = options;
   const user = serverUser();
+  // Checked before it is made too, so that nothing is made through another user's link.
+  if (user) assertOnlyUsCanChange(dataDir, 'DATA_DIR');
   // Others may traverse it but not list it; the secrets in it are readable by their owner only.
   fs.mkdirSync(dataDir, { recursive: true, mode: 0o711 });
   if (user) assertOnlyUsCanChange(dataDir, 'DATA_DIR');
@@ -387,15 +405,19 @@ async function start(options: EmbeddedPostgresOptions): Promise<EmbeddedPostgres
     );
   }
   if (user) assertOnlyUsCanChange(path.dirname(clusterDir), 'the directory of the cluster');
+  // Before the server starts, so that prune, which removes no cluster whose lease is held, keeps it.
+  if (user) renewLease(dataDir, clusterDir, log);
   const appPassword = loadOrCreateSecretFile(path.join(dataDir, 'postgres-app-password'), newPassword);
 
+  // Who made a socket proves whose server listens on it: the server user as root, else ourselves.
+  const ServerClient = clientOfServerRunBy(user?.uid ?? process.getuid?.());
   const urlFor = (role: string, secret: string, port: number, db: string) =>
     `postgresql://${role}:${encodeURIComponent(secret)}@127.0.0.1:${port}/${db}`;
   const superuserUrl = (port: number, db = 'postgres') => urlFor(SUPERUSER, password, port, db);
 
   const runningPort = async () => {
     const port = portOfRunningServer(clusterDir);
-    return port !== undefined && (await isOurServer(superuserUrl(port), clusterDir)) ? port : undefined;
+    return port !== undefined && (await isOurServer(ServerClient, superuserUrl(port), clusterDir)) ? port : undefined;
   };
 
   const adopted = await runningPort();
@@ -409,7 +431,7 @@ async function start(options: EmbeddedPostgresOptions): Promise<EmbeddedPostgres
           options.port ?? (await freePort(previousPort(clusterDir))),
           dataDir,
           options.ephemeral,
-          superuserUrl,
+          (port) => connectAsSuperuser(ServerClient, superuserUrl(port)),
           runningPort,
         );
   log(
@@ -418,12 +440,13 @@ async function start(options: EmbeddedPostgresOptions): Promise<EmbeddedPostgres
       : `adopting the PostgreSQL server already running on this data directory (port ${port})`,
   );
 
-  await ensureDatabaseAndRole(superuserUrl(port), database, appPassword);
-  const inUse = await holdServerInUse(superuserUrl(port));
+  await ensureDatabaseAndRole(ServerClient, superuserUrl(port), database, appPassword);
+  const inUse = await holdServerInUse(ServerClient, superuserUrl(port));
   return {
     url: urlFor(APP_ROLE, appPassword, port, database),
     adminUrl: superuserUrl(port, database),
     port,
+    ServerClient,
     async stop() {
       if (!(await inUse.leaveLast())) return;
       await stopServer(clusterDir);
@@ -446,7 +469,7 @@ async function startServer(
   port: number,
   dataDir: string,
   ephemeral: boolean | undefined,
-  superuserUrl: (port: number) => string,
+  connectAsSuperuserTo: (port: number) => Promise<Client | undefined>,
   runningPort: () => Promise<number | undefined>,
 ): Promise<{ port: number; startedHere: boolean; exit?: Promise<void> }> {
   const settings: Record<string, string | number> = {
@@ -472,7 +495,8 @@ async function startServer(
 
   const deadline = Date.now() + READY_TIMEOUT_MS;
   for (;;) {
-    const client = await connectAsSuperuser(superuserUrl(port));
+    // A neighbour may have taken the port before our server could: connectAsSuperuserTo proves whose it is.
+    const client = await connectAsSuperuserTo(port);
     if (client) {
       try {
         for (const name of ['port', 'listen_addresses']) {

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { assertOnlyUsCanChange } from './safe-files';
+import { assertOnlyUsCanChange, readServerFile } from './safe-files';
 import { asServerUser, canReach, type ServerUser } from './server-user';
 
 /**
@@ -14,13 +14,24 @@ import { asServerUser, canReach, type ServerUser } from './server-user';
  *
  *   /var/lib/bike-catalog/postgresql-<version>-<platform>/bin   root, read-only to others
  *   /var/lib/bike-catalog/clusters/<uuid>/                      root, 0711
- *   /var/lib/bike-catalog/clusters/<uuid>/data-dir              root: the DATA_DIR that made it
+ *   /var/lib/bike-catalog/clusters/<uuid>/data-dir              root: the DATA_DIR that last started it
+ *   /var/lib/bike-catalog/clusters/<uuid>/lease                 root, 0600: also <DATA_DIR>/postgres.lease
  *   /var/lib/bike-catalog/clusters/<uuid>/data                  the server user, 0700: the cluster
+ *
+ * The lease is one file under two names, so its link count says whether a clone still holds it,
+ * wherever the clone was renamed or moved to on the same file system
+ * (docs/decisions.md#which-clusters-prune-removes).
  */
 const SHARED_DIR = '/var/lib/bike-catalog';
 export const CLUSTERS_DIR = path.join(SHARED_DIR, 'clusters');
-/** Inside a cluster's home: the DATA_DIR it belongs to. Its presence marks the home as ours. */
+/** Inside a cluster's home: the DATA_DIR that last started it. Its presence marks the home as ours. */
 const OWNER_FILE = 'data-dir';
+/** Inside a cluster's home: the lease, hard-linked from its DATA_DIR as DATA_DIR_LEASE. */
+const LEASE_FILE = 'lease';
+/** Inside a cluster's home: its DATA_DIR is on another file system, where the lease cannot be linked. */
+const ELSEWHERE_FILE = 'data-dir-on-another-file-system';
+/** Inside DATA_DIR: its name for its cluster's lease. */
+const DATA_DIR_LEASE = 'postgres.lease';
 
 /** A directory of the shared tree, made root's and checked to be changeable by root only. */
 function sharedDir(dir: string, mode: number): string {
@@ -73,12 +84,16 @@ export interface SharedCluster {
   dataDir: string;
 }
 
-/** A new, empty cluster home for `dataDir`, marked as ours, with its `data` directory given to the server user. */
+/**
+ * A new, empty cluster home for `dataDir`, marked as ours, with its `data` directory given to the
+ * server user. It gets its lease at the start that publishes it (renewLease): until then it has
+ * none, and prune keeps it.
+ */
 export function makeSharedCluster(forDataDir: string, user: ServerUser): SharedCluster {
   sharedDir(SHARED_DIR, 0o755);
   const home = path.join(sharedDir(CLUSTERS_DIR, 0o755), randomUUID());
   fs.mkdirSync(home, { mode: 0o711 });
-  fs.writeFileSync(path.join(home, OWNER_FILE), `${forDataDir}\n`, { mode: 0o644, flag: 'wx' });
+  fs.writeFileSync(path.join(home, OWNER_FILE), `${path.resolve(forDataDir)}\n`, { mode: 0o644, flag: 'wx' });
   const dataDir = path.join(home, 'data');
   fs.mkdirSync(dataDir, { mode: 0o700 });
   // Just made by root in root's directory: nothing else can have put a link here.
@@ -99,21 +114,123 @@ export function removeServerDir(dir: string, user: ServerUser | undefined): void
   fs.rmdirSync(dir);
 }
 
-/** Removes a cluster home of ours: the cluster, then the marker, then the home. */
+/**
+ * Removes a cluster home of ours: the cluster (if any), then the home's own files (root made
+ * every file in it: the marks and the lease), then the home.
+ */
 export function removeSharedCluster(cluster: SharedCluster, user: ServerUser): void {
-  removeServerDir(cluster.dataDir, user);
-  fs.unlinkSync(path.join(cluster.home, OWNER_FILE));
+  if (fs.existsSync(cluster.dataDir)) removeServerDir(cluster.dataDir, user);
+  for (const name of fs.readdirSync(cluster.home)) fs.unlinkSync(path.join(cluster.home, name));
   fs.rmdirSync(cluster.home);
 }
 
-export interface SharedClusterEntry extends SharedCluster {
-  /** The DATA_DIR that made it; undefined for a directory that is not a home of ours (no marker). */
-  owner: string | undefined;
-  /** Whether `<owner>/postgres` still links to it. */
-  inUse: boolean;
+/** Writes a small file of root's in a directory only root can change, whole (written aside, then renamed). */
+function replaceRootFile(file: string, content: string, mode: number): void {
+  const partial = `${file}.${randomUUID()}.partial`;
+  fs.writeFileSync(partial, content, { mode, flag: 'wx' });
+  fs.renameSync(partial, file);
 }
 
-/** Every directory in CLUSTERS_DIR, with whether its DATA_DIR still uses it. */
+/** Whether two stats are of one file. */
+function sameFile(a: fs.Stats | undefined, b: fs.Stats | undefined): boolean {
+  return a !== undefined && b !== undefined && a.dev === b.dev && a.ino === b.ino;
+}
+
+/**
+ * At every start from `dataDir` on a cluster of the shared directory (`clusterDir`, its real
+ * path; others are left alone): records `dataDir` as where the cluster was last started from,
+ * and makes `<dataDir>/postgres.lease` the home's lease (the lease made first if the cluster has
+ * none, as one of an older version). Where `dataDir` is on another file system, no link can be
+ * made: that is recorded instead, and prune keeps the cluster. Both directories are only root's
+ * to change (checked before), and link() and rename() follow no link at the name they make.
+ */
+export function renewLease(dataDir: string, clusterDir: string, log: (message: string) => void): void {
+  const home = path.dirname(clusterDir);
+  if (!fs.existsSync(CLUSTERS_DIR) || path.dirname(home) !== fs.realpathSync(CLUSTERS_DIR)) return;
+  replaceRootFile(path.join(home, OWNER_FILE), `${path.resolve(dataDir)}\n`, 0o644);
+  const lease = path.join(home, LEASE_FILE);
+  try {
+    fs.writeFileSync(lease, '', { mode: 0o600, flag: 'wx' });
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+  }
+  const held = path.join(dataDir, DATA_DIR_LEASE);
+  if (sameFile(fs.lstatSync(lease), fs.lstatSync(held, { throwIfNoEntry: false }))) return;
+  // Linked aside, then renamed over whatever holds the name (a copy of the lease: a copied clone).
+  const partial = path.join(dataDir, `.${DATA_DIR_LEASE}.${randomUUID()}.partial`);
+  try {
+    fs.linkSync(lease, partial);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'EXDEV') throw err;
+    replaceRootFile(path.join(home, ELSEWHERE_FILE), '', 0o644);
+    log(
+      `${dataDir} is on another file system than ${SHARED_DIR}: npm run db:prune-clusters cannot tell ` +
+        `whether it still uses ${home}, and will keep it`,
+    );
+    return;
+  }
+  try {
+    fs.renameSync(partial, held);
+  } finally {
+    fs.rmSync(partial, { force: true });
+  }
+  fs.rmSync(path.join(home, ELSEWHERE_FILE), { force: true }); // moved back to the same file system
+}
+
+/**
+ * What the lease of a cluster home says: held by a clone (a second name), released (no other
+ * name left), elsewhere (its DATA_DIR is on another file system, where no lease can be held), or
+ * none (made by an older version, or its first start has not finished).
+ */
+export type LeaseState = 'held' | 'released' | 'elsewhere' | 'none';
+
+function leaseOf(home: string): LeaseState {
+  const rootFile = (name: string) => {
+    const stat = fs.lstatSync(path.join(home, name), { throwIfNoEntry: false });
+    return stat?.isFile() && stat.uid === 0 ? stat : undefined;
+  };
+  if (rootFile(ELSEWHERE_FILE)) return 'elsewhere';
+  const lease = rootFile(LEASE_FILE);
+  if (!lease) return 'none';
+  return lease.nlink > 1 ? 'held' : 'released';
+}
+
+/**
+ * The pid of a server running on `dataDir` now, from its postmaster.pid; undefined when none
+ * does. The file is the server user's word, and a stale one's pid may name any process by now:
+ * a server runs in its data directory, which /proc/<pid>/cwd shows.
+ */
+function serverRunningOn(dataDir: string): number | undefined {
+  const pid = Number((readServerFile(path.join(dataDir, 'postmaster.pid')) ?? '').split('\n')[0]);
+  if (!(pid > 0)) return undefined;
+  if (!fs.existsSync('/proc/self/cwd')) return pid; // nothing to tell by: taken as running
+  try {
+    return fs.readlinkSync(`/proc/${pid}/cwd`) === fs.realpathSync(dataDir) ? pid : undefined;
+  } catch {
+    return undefined; // no such process
+  }
+}
+
+export interface SharedClusterEntry extends SharedCluster {
+  /** The DATA_DIR that last started it; undefined for a directory that is not a home of ours (no marker). */
+  owner: string | undefined;
+  lease: LeaseState;
+  /** Whether `<owner>/postgres` still links to it. */
+  linkedFromOwner: boolean;
+  /** A server running on it now. */
+  serverPid: number | undefined;
+}
+
+/** Whether `<dataDir>/postgres` links to `clusterDir` (read, never followed). */
+function linksTo(dataDir: string, clusterDir: string): boolean {
+  try {
+    return path.resolve(dataDir, fs.readlinkSync(path.join(dataDir, 'postgres'))) === clusterDir;
+  } catch {
+    return false; // the DATA_DIR, or its link, is gone
+  }
+}
+
+/** Every directory in CLUSTERS_DIR, with what tells whether a clone still uses it. */
 export function listSharedClusters(): SharedClusterEntry[] {
   if (!fs.existsSync(CLUSTERS_DIR)) return [];
   assertOnlyUsCanChange(CLUSTERS_DIR, 'the shared directory');
@@ -122,14 +239,14 @@ export function listSharedClusters(): SharedClusterEntry[] {
     const dataDir = path.join(home, 'data');
     const marker = path.join(home, OWNER_FILE);
     const stat = fs.lstatSync(marker, { throwIfNoEntry: false });
-    if (!stat?.isFile() || stat.uid !== 0) return { home, dataDir, owner: undefined, inUse: false };
-    const owner = fs.readFileSync(marker, 'utf8').trim();
-    let target: string | undefined;
-    try {
-      target = path.resolve(owner, fs.readlinkSync(path.join(owner, 'postgres')));
-    } catch {
-      target = undefined; // the DATA_DIR, or its link, is gone
-    }
-    return { home, dataDir, owner, inUse: target === dataDir };
+    const owner = stat?.isFile() && stat.uid === 0 ? fs.readFileSync(marker, 'utf8').trim() : undefined;
+    return {
+      home,
+      dataDir,
+      owner,
+      lease: leaseOf(home),
+      linkedFromOwner: owner !== undefined && linksTo(owner, dataDir),
+      serverPid: serverRunningOn(dataDir),
+    };
   });
 }
