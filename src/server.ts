@@ -11,7 +11,7 @@ import { watchCatalogIdentity } from './db/catalog-identity';
 import { prepareToServe, roleMayChangeSchema } from './db/migrate';
 import { connectPool, queryOn, type ServicePool } from './db/pool';
 import { databaseReadiness } from './db/readiness';
-import { rateLimiter } from './db/rate-limits';
+import { sharedLimit } from './db/rate-limits';
 import { replicaReads } from './db/replica';
 import { DOCS_PAGE } from './http/docs-router';
 import { abuseLimits } from './http/limits';
@@ -97,6 +97,10 @@ export async function startService(config: Config, logger: Logger): Promise<Serv
       ),
     );
     const bikesOnPrimary = createBikeRepository({ writes: primary });
+    const rates = {
+      tokens: sharedLimit(primary, 'tokens', config.limits.tokensPerMinute),
+      writes: sharedLimit(primary, 'writes', config.limits.writesPerMinute),
+    };
     // Idempotency keys past their lifetime go, every hour (rule 24); a failure waits for the next.
     const pruning = setInterval(() => {
       bikesOnPrimary.pruneIdempotencyKeys().catch((err: Error) => logger.warn({ err: err.message }, 'pruning failed'));
@@ -110,13 +114,7 @@ export async function startService(config: Config, logger: Logger): Promise<Serv
       logger,
       readiness: databaseReadiness(primary),
       corsOrigin: config.corsOrigin,
-      limits: abuseLimits(
-        {
-          tokens: rateLimiter(primary, 'tokens', config.limits.tokensPerMinute),
-          writes: rateLimiter(primary, 'writes', config.limits.writesPerMinute),
-        },
-        config.limits.listStreams,
-      ),
+      limits: abuseLimits(rates, config.limits.listStreams),
       trustedProxies: config.trustedProxies,
       servesMetrics: config.metricsPort === undefined,
     });
@@ -134,6 +132,8 @@ export async function startService(config: Config, logger: Logger): Promise<Serv
         await Promise.all([listener.close(SHUTDOWN_GRACE_MS), metricsListener?.close(SHUTDOWN_GRACE_MS)]);
         replica?.stop();
         identity.stop();
+        rates.tokens.stop();
+        rates.writes.stop();
         await closePools();
         await databaseServer.stop();
       },

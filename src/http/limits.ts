@@ -1,42 +1,33 @@
 import type Koa from 'koa';
-import { RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
+import type { Admission, SharedLimit } from '../db/rate-limits';
 import { HttpError } from './errors';
 
-/** What a route is limited by (docs/decisions.md, rule 28). */
+/** What a route is limited by (docs/decisions.md#abuse-limits). */
 export type LimitKind = 'tokens' | 'writes' | 'listStreams';
 
 /**
- * The abuse limits, per client (its address: ctx.ip, which TRUST_PROXY may take from X-Forwarded-For):
- * tokens and writes per minute, counted in PostgreSQL over all instances; list streams at once,
- * counted here, as each holds this instance's connection and memory. Over a limit: 429 with
- * Retry-After and the IETF draft's RateLimit-Policy and RateLimit headers, which every answer
- * of a limited route carries. A store that fails lets a token request through (a limit is no
- * reason to refuse a token while the database is away) and fails a write as the write would.
+ * The abuse limits, per client (its address: ctx.ip, which TRUST_PROXY may take from
+ * X-Forwarded-For): tokens and writes per minute, counted over all instances (rate-limits.ts);
+ * list streams at once, counted here, as each holds this instance's connection and memory. Over
+ * a limit: 429 with Retry-After; every answer of a route limited per minute, errors included,
+ * carries the IETF draft's RateLimit-Policy and RateLimit headers (a refused request spent its
+ * quota too).
  */
-export function abuseLimits(rates: { tokens: RateLimiterAbstract; writes: RateLimiterAbstract }, listStreams: number) {
+export function abuseLimits(rates: { tokens: SharedLimit; writes: SharedLimit }, listStreams: number) {
   const streaming = new Map<string, number>();
 
-  const headers = (name: string, limiter: RateLimiterAbstract, res: RateLimiterRes) => ({
-    'RateLimit-Policy': `"${name}";q=${limiter.points};w=${limiter.duration}`,
-    RateLimit: `"${name}";r=${res.remainingPoints};t=${Math.ceil(res.msBeforeNext / 1000)}`,
+  const headers = (name: string, limit: SharedLimit, admission: Admission) => ({
+    'RateLimit-Policy': `"${name}";q=${limit.limit};w=${limit.windowSeconds}`,
+    RateLimit: `"${name}";r=${admission.remaining};t=${admission.resetSeconds}`,
   });
 
   async function consume(ctx: Koa.Context, name: 'tokens' | 'writes'): Promise<void> {
-    const limiter = rates[name];
-    let res: RateLimiterRes;
-    try {
-      res = await limiter.consume(ctx.ip);
-    } catch (refused) {
-      if (!(refused instanceof RateLimiterRes)) {
-        // A write needs the database anyway: its store's failure is the write's 503, at once
-        // rather than after a second wait for a connection. A token does not: it goes through.
-        if (name === 'writes') throw refused;
-        return;
-      }
-      const retryAfter = String(Math.max(1, Math.ceil(refused.msBeforeNext / 1000)));
-      throw new HttpError(429, { ...headers(name, limiter, refused), 'Retry-After': retryAfter });
+    const limit = rates[name];
+    const admission = await limit.admit(ctx.ip);
+    if (!admission.admitted) {
+      throw new HttpError(429, { ...headers(name, limit, admission), 'Retry-After': String(admission.resetSeconds) });
     }
-    ctx.set(headers(name, limiter, res));
+    ctx.set(headers(name, limit, admission));
   }
 
   /** One more list the client is receiving, until its answer ends. */

@@ -133,6 +133,32 @@ describe('abuse limits', () => {
  * Behind proxies (docs/decisions.md#trusted-proxies): the client is the X-Forwarded-For entry the
  * outermost of TRUST_PROXY proxies appended; the entries before it are the client's own words.
  */
+describe('abuse limits counted first by each instance (a limit of 300: a slack of 3)', () => {
+  it('two instances taking turns admit at most the limit and one slack over it, and refuse the rest', async () => {
+    const env = { RATE_LIMIT_TOKENS: '300' };
+    const first = await startTestService({ env });
+    const second = await startTestService({ databaseUrl: first.databaseUrl, jwtSecret: first.jwtSecret, env });
+    try {
+      // All in one window: wait for the next one when this one ends within 5 s.
+      const reset = /t=(\d+)/.exec(
+        String((await rawRequest(first.baseUrl, 'POST', '/api/user', {})).headers.ratelimit),
+      );
+      if (Number(reset?.[1]) < 5) await new Promise((resolve) => setTimeout(resolve, (Number(reset?.[1]) + 1) * 1000));
+      const statuses: number[] = [];
+      for (let i = 0; i < 400; i++) {
+        statuses.push((await rawRequest((i % 2 ? second : first).baseUrl, 'POST', '/api/user', {})).status);
+      }
+      const admitted = statuses.filter((status) => status === 200).length;
+      expect(admitted).toBeGreaterThanOrEqual(300);
+      expect(admitted).toBeLessThanOrEqual(303);
+      expect(statuses.slice(-50).every((status) => status === 429)).toBe(true);
+    } finally {
+      await second.stop();
+      await first.stop();
+    }
+  });
+});
+
 describe('abuse limits behind proxies (TRUST_PROXY)', () => {
   const mint = (svc: TestService, forwardedFor: string) =>
     rawRequest(svc.baseUrl, 'POST', '/api/user', { 'x-forwarded-for': forwardedFor });

@@ -8,7 +8,7 @@ import { bikeFields, patch, replacement } from '../../src/bikes/bike';
 import { validate } from '../../src/bikes/yup';
 import { createBikeRepository } from '../../src/bikes/repository';
 import { connectPool } from '../../src/db/pool';
-import { rateLimiter } from '../../src/db/rate-limits';
+import { sharedLimit } from '../../src/db/rate-limits';
 import { databaseReadiness } from '../../src/db/readiness';
 import { abuseLimits } from '../../src/http/limits';
 import { client, newBike } from '../support/bikes';
@@ -139,7 +139,7 @@ describe('GET /openapi.json', () => {
         logger: pino({ level: 'silent' }),
         readiness: databaseReadiness(pool),
         limits: abuseLimits(
-          { tokens: rateLimiter(pool, 'tokens', 1_000), writes: rateLimiter(pool, 'writes', 1_000) },
+          { tokens: sharedLimit(pool, 'tokens', 1_000), writes: sharedLimit(pool, 'writes', 1_000) },
           10,
         ),
       });
