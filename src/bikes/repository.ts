@@ -150,6 +150,29 @@ const IDEMPOTENCY_LOCK_SEED = 2_024_112_303;
 /** How long an Idempotency-Key is remembered (docs/decisions.md#idempotency-keys: at least 24 hours). */
 const IDEMPOTENCY_KEY_LIFETIME = '24 hours';
 
+/**
+ * What a list's ETag is made of (docs/decisions.md#conditional-get): the sum of the version
+ * slots, which every committed change to bikes bumps; the newest transaction that bumped one (a
+ * restore rewrites them all); and the triggers that keep them, each with whether it is on and the
+ * transaction that last changed it (switching one off and on again changes that). `counting`:
+ * every one of them is on, whoever writes (ENABLE ALWAYS); otherwise a change may leave the slots
+ * as they were, and no version stands for the rows.
+ */
+const listVersion = () =>
+  kysely.selectFrom('catalog_version_slots').select([
+    sql<string>`sum(version)::text`.as('version'),
+    sql<string>`max(xmin::text::bigint)::text`.as('touched'),
+    sql<string>`(SELECT string_agg(tgname || ':' || tgenabled::text || ':' || xmin::text, ',' ORDER BY tgname)
+                     FROM pg_trigger WHERE tgrelid = 'bikes'::regclass AND tgname LIKE 'bikes\\_%')`.as('triggers'),
+    sql<boolean>`(SELECT bool_and(tgenabled = 'A')
+                      FROM pg_trigger WHERE tgrelid = 'bikes'::regclass AND tgname LIKE 'bikes\\_%')`.as('counting'),
+  ]);
+
+/** A list's version as its ETag uses it: undefined while a trigger that keeps it is off. */
+function versionOf(row: { version: string; touched: string; triggers: string; counting: boolean }) {
+  return row.counting ? [row.version, row.touched, row.triggers] : undefined;
+}
+
 export const statements = {
   /** On the primary key. */
   byId: prepare({ id: param<string>() }, (p) =>
@@ -180,23 +203,37 @@ export const statements = {
       .orderBy('seq')
       .limit(p.limit),
   ),
-  /**
-   * What a list's ETag is made of (docs/decisions.md#conditional-get): the sum of the version
-   * slots, which every committed change to bikes bumps; the newest transaction that bumped one
-   * (a restore rewrites them all); and the triggers that keep them, each with whether it is on
-   * and the transaction that last changed it (switching one off and on again changes that).
-   * `counting`: every one of them is on, whoever writes (ENABLE ALWAYS); otherwise a change
-   * may leave the slots as they were, and no tag stands for the rows.
-   */
-  listVersion: prepare({}, () =>
-    kysely.selectFrom('catalog_version_slots').select([
-      sql<string>`sum(version)::text`.as('version'),
-      sql<string>`max(xmin::text::bigint)::text`.as('touched'),
-      sql<string>`(SELECT string_agg(tgname || ':' || tgenabled::text || ':' || xmin::text, ',' ORDER BY tgname)
-                       FROM pg_trigger WHERE tgrelid = 'bikes'::regclass AND tgname LIKE 'bikes\\_%')`.as('triggers'),
-      sql<boolean>`(SELECT bool_and(tgenabled = 'A')
-                        FROM pg_trigger WHERE tgrelid = 'bikes'::regclass AND tgname LIKE 'bikes\\_%')`.as('counting'),
-    ]),
+  /** What a list's ETag is made of (listVersion): read alone when the client may have the list already. */
+  listVersion: prepare({}, () => listVersion()),
+  /** The catalog's version and the first batch of the list, in one statement: one snapshot. */
+  listHead: prepare({ limit: param<number>() }, (p) =>
+    kysely
+      .with('version', () => listVersion())
+      .selectFrom('version')
+      .leftJoinLateral(
+        (eb) => eb.selectFrom('bikes').select(BIKE_COLUMNS).select('seq').orderBy('seq').limit(p.limit).as('batch'),
+        (join) => join.onTrue(),
+      )
+      .selectAll(),
+  ),
+  /** The same for a search. */
+  titleHead: prepare({ pattern: param<string>(), limit: param<number>() }, (p) =>
+    kysely
+      .with('version', () => listVersion())
+      .selectFrom('version')
+      .leftJoinLateral(
+        (eb) =>
+          eb
+            .selectFrom('bikes')
+            .select(BIKE_COLUMNS)
+            .select('seq')
+            .where('title', 'like', p.pattern)
+            .orderBy('seq')
+            .limit(p.limit)
+            .as('batch'),
+        (join) => join.onTrue(),
+      )
+      .selectAll(),
   ),
   insert: prepare({ id: param<string>(), ...bikeParams() }, (p) =>
     kysely
@@ -372,6 +409,14 @@ export const statements = {
   ),
 };
 
+/** A row of a list's batch. */
+type BatchRow = Awaited<ReturnType<typeof statements.batch.run>>[number];
+
+/** A list read in one batch, as batches. */
+async function* inOneBatch(rows: BatchRow[]): AsyncGenerator<Bike[]> {
+  if (rows.length > 0) yield rows.map(fromModelFields);
+}
+
 /** `%`, `_` and `\` in a search term match themselves (backslash is LIKE's escape character). */
 function escapeLike(term: string): string {
   return term.replace(/[\\%_]/g, '\\$&');
@@ -491,35 +536,48 @@ export function createBikeRepository({ writes, reads = poolReads(writes) }: { wr
     },
 
     /**
-     * Bikes oldest first, optionally only those whose title contains a term, all from one
-     * snapshot of one database (Reads.snapshot). First `version`, what the list's ETag is made of
-     * (undefined while a trigger that keeps it is off): when `current` says the client's copy is
-     * of that version, no row is read (`current` is true). Otherwise the first batch is read too, still where a replica that fails leaves the
-     * list to the primary, and the rest as `batches` is iterated (from the same snapshot, which
-     * ends when it does, or with `close`).
+     * Bikes oldest first, optionally only those whose title contains a term, all of one snapshot
+     * of one database, with `version`, what the list's ETag is made of (undefined while a trigger
+     * that keeps it is off), read in that snapshot. Given `current`, which says whether the client
+     * has the list at a version, the version is read alone first, so a 304 reads no row (`current`
+     * is then true). Otherwise the version and the first batch are one statement: a list that fits
+     * in it (most searches) is one round trip. A longer one goes on in a snapshot (Reads.snapshot)
+     * whose version is the first statement's, so it saw the same changes (docs/decisions.md#conditional-get);
+     * or, when a write came between, starts again in it. The batches are read as they are iterated;
+     * stopping ends the snapshot.
      */
     async list({
       titleContains = '',
       batchSize = LIST_BATCH_SIZE,
-      current = () => false,
-    }: { titleContains?: string; batchSize?: number; current?: (version: string[]) => boolean } = {}) {
+      current,
+    }: { titleContains?: string; batchSize?: number; current?: (version: string[]) => boolean } = {}): Promise<
+      | { current: true; version: string[] }
+      | { current: false; version: string[] | undefined; batches: AsyncGenerator<Bike[]> }
+    > {
+      if (current) {
+        const version = versionOf((await statements.listVersion.run(reads.query, {}))[0]);
+        if (version && current(version)) return { current: true, version };
+      }
       const pattern = titleContains ? `%${escapeLike(titleContains)}%` : undefined;
       const batchAfter = (query: Query, after: string) =>
         pattern === undefined
           ? statements.batch.run(query, { after, limit: batchSize })
           : statements.titleBatch.run(query, { pattern, after, limit: batchSize });
+      const head =
+        pattern === undefined
+          ? await statements.listHead.run(reads.query, { limit: batchSize })
+          : await statements.titleHead.run(reads.query, { pattern, limit: batchSize });
+      const version = versionOf(head[0]);
+      const first = head.filter((row): row is (typeof head)[number] & BatchRow => row.seq !== null);
+      if (first.length < batchSize) return { current: false, version, batches: inOneBatch(first) };
       const { begun, snapshot } = await reads.snapshot(async (query) => {
-        const [{ version, touched, triggers, counting }] = await statements.listVersion.run(query, {});
-        // Without the triggers counting every change, no version can stand for the rows.
-        const parts = counting ? [version, touched, triggers] : undefined;
-        const isCurrent = parts !== undefined && current(parts);
-        return { version: parts, first: isCurrent ? undefined : await batchAfter(query, BEFORE_FIRST_SEQ) };
+        const again = versionOf((await statements.listVersion.run(query, {}))[0]);
+        const same = version !== undefined && again !== undefined && again.join('\n') === version.join('\n');
+        return { version: again, rows: same ? first : await batchAfter(query, BEFORE_FIRST_SEQ) };
       });
-      const { version, first } = begun;
-      if (first === undefined) await snapshot.close();
       async function* batches(): AsyncGenerator<Bike[]> {
         try {
-          let rows = first ?? [];
+          let rows = begun.rows;
           for (;;) {
             if (rows.length > 0) yield rows.map(fromModelFields);
             if (rows.length < batchSize) return;
@@ -530,7 +588,7 @@ export function createBikeRepository({ writes, reads = poolReads(writes) }: { wr
           await snapshot.close();
         }
       }
-      return { version, current: first === undefined, batches: batches(), close: () => snapshot.close() };
+      return { current: false, version: begun.version, batches: batches() };
     },
 
     /**

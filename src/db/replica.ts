@@ -13,10 +13,7 @@ const CHECK_TIMEOUT_MS = 1_000;
 /** The primary's WAL positions kept for the lag: an hour of checks, so the lag is exact up to an hour. */
 const MAX_POSITIONS = (3_600 * 1_000) / CHECK_EVERY_MS;
 
-/**
- * A read sent to the replica that has no answer after this long is asked of the primary instead,
- * and the replica is not read again until a check finds it answering (docs/decisions.md#replica-reads).
- */
+/** A read sent to the replica that has no answer after this long is asked of the primary instead (docs/decisions.md#replica-reads). */
 const REPLICA_READ_DEADLINE_MS = 1_000;
 
 /**
@@ -213,8 +210,9 @@ export function replicaReads(primaryPool: ServicePool, replicaPool: ServicePool)
   const replicaErrors = databaseErrors.labels('replica');
   /**
    * `read` on the replica while it qualifies, else on the primary; also when the replica fails in
-   * any way, or has not answered within REPLICA_READ_DEADLINE_MS (then it is not read again until
-   * a check finds it answering, and what it answers later is given to `discard`).
+   * any way, or has not answered within REPLICA_READ_DEADLINE_MS (what it answers later is given
+   * to `discard`). A replica that is slow, not hung, stays in use: its checks and its pool's watch
+   * tell the two apart (docs/decisions.md#busy-is-not-down).
    */
   async function preferReplica<T>(read: (reads: Reads) => Promise<T>, discard: (late: T) => void): Promise<T> {
     if (!usable) return read(primary);
@@ -222,7 +220,6 @@ export function replicaReads(primaryPool: ServicePool, replicaPool: ServicePool)
     try {
       const answer = await withinTime(onReplica, REPLICA_READ_DEADLINE_MS);
       if (answer !== 'timeout') return answer;
-      usable = false;
       onReplica.then(discard, () => undefined);
     } catch {
       // The replica failed: below, the primary answers instead.

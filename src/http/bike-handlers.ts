@@ -128,7 +128,11 @@ export function bikeHandlers(bikes: BikeRepository, onPrimary: BikeRepository, t
    */
   async function sendList(ctx: Koa.Context, term?: string) {
     const tagOf = (version: string[]) => tags.list(...version, ...(term === undefined ? [] : [term]));
-    const list = await reader(ctx).list({ titleContains: term, current: (version) => isFresh(ctx, tagOf(version)) });
+    const conditional = ctx.req.headers['if-none-match'] !== undefined;
+    const list = await reader(ctx).list({
+      titleContains: term,
+      current: conditional ? (version) => isFresh(ctx, tagOf(version)) : undefined,
+    });
     // No tag while the catalog's version does not count every change (a trigger switched off).
     if (list.version) setValidators(ctx, tagOf(list.version));
     if (list.current) {

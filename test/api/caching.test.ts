@@ -328,14 +328,14 @@ describe('the read routes, for clients that poll', () => {
       const { rows } = await admin.query<{ pid: number }>(
         `SELECT pid FROM pg_stat_activity
           WHERE datname = current_database() AND wait_event_type = 'Lock'
-            AND query ~* 'from "?bikes"?' AND pid <> $1`,
+            AND query ~* 'catalog_version_slots|from "?bikes"?' AND pid <> $1`,
         [lockHolder],
       );
       return rows[0]?.pid;
     }
 
-    // The version is read (and the ETag and Cache-Control set) before the rows; the rows query
-    // then waits on a lock and is cancelled, which the service answers 503 (database unavailable).
+    // The list's statement (its version and its first rows) waits on a lock and is cancelled,
+    // which the service answers 503 (database unavailable); the 503 carries no validator.
     it.each(['/bikes/all', '/bikes/search/by-title?query=e'])(
       '%s: the 503 carries neither the ETag nor Cache-Control of the answer it replaced',
       async (path) => {

@@ -78,6 +78,35 @@ describe('statements per request', () => {
     );
   });
 
+  /** Every statement `request` cost, the service's background ones (limits, identity, health) aside. */
+  async function allStatementsOf(request: () => Promise<unknown>): Promise<string[]> {
+    counter.reset();
+    await request();
+    return counter
+      .statements()
+      .filter((text) => !/rate_limits|catalog_identity|_prisma_migrations|^SELECT 1$/.test(text));
+  }
+
+  it('a search that fits in one batch is one statement, no transaction; a 304 of the list reads its version alone, no row', async () => {
+    const { bike } = await created();
+    const search = await allStatementsOf(async () => {
+      const reply = await rawRequest(
+        svc.baseUrl,
+        'GET',
+        `/bikes/search/by-title?query=${encodeURIComponent(bike.title)}`,
+        {},
+      );
+      expect(JSON.parse(reply.text)).toEqual([bike]);
+    });
+    expect(search).toHaveLength(1);
+    const tag = (await rawRequest(svc.baseUrl, 'GET', '/bikes/all', {})).headers.etag as string;
+    const revalidated = await allStatementsOf(async () => {
+      expect((await rawRequest(svc.baseUrl, 'GET', '/bikes/all', { 'if-none-match': tag })).status).toBe(304);
+    });
+    expect(revalidated).toHaveLength(1);
+    expect(revalidated[0]).not.toMatch(/from "bikes"/);
+  });
+
   it('a hundred writes add no statement each for the abuse limit: its counts go in batches', async () => {
     counter.reset();
     const started = Date.now();
