@@ -233,6 +233,19 @@ export function connectPool(
 
 export type Query = <Row extends QueryResultRow>(text: string, values: unknown[]) => Promise<QueryResult<Row>>;
 
+/**
+ * Queries on one connection of the pool, checked out. Through pg's callback form, as pg-pool's
+ * own `query` does: its promise form kept each result reachable for longer, and a list of
+ * 100,000 bikes read in 400 batches on one connection grew the heap by 35 MB more
+ * (docs/decisions.md#compression).
+ */
+export function queryOnClient(client: PoolClient): Query {
+  return <Row extends QueryResultRow>(text: string, values: unknown[]) =>
+    new Promise<QueryResult<Row>>((resolve, reject) =>
+      client.query<Row>(text, values, (err, result) => (err ? reject(err) : resolve(result))),
+    );
+}
+
 /** Queries on the pool that fail at once while its server is down or hangs. */
 export function queryOn(pool: ServicePool): Query {
   return (text, values) => pool.server.unlessDown(() => pool.query(text, values));
@@ -275,10 +288,10 @@ function reportedByServer(err: unknown): boolean {
  * statement ran is a WriteOutcomeUnknown.
  */
 export function writeOn(pool: ServicePool): Query {
-  return async (text, values) => {
+  return async <Row extends QueryResultRow>(text: string, values: unknown[]) => {
     const client = await acquire(pool);
     try {
-      const result = await client.query(text, values);
+      const result = await queryOnClient(client)<Row>(text, values);
       client.release();
       return result;
     } catch (err) {

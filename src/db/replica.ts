@@ -1,7 +1,7 @@
 import type { PoolClient, QueryResult, QueryResultRow } from 'pg';
 import { databaseErrors, databaseReads, replicaLag } from '../metrics';
 import { withinTime } from '../timeout';
-import { acquire, type Query, queryOn, type ServicePool } from './pool';
+import { acquire, type Query, queryOn, queryOnClient, type ServicePool } from './pool';
 
 export type { Query };
 
@@ -65,7 +65,7 @@ async function openSnapshot<T>(
   }
   let closed = false;
   const snapshot: Snapshot = {
-    query: (text, values) => client.query(text, values),
+    query: queryOnClient(client),
     async close() {
       if (closed) return;
       closed = true;
