@@ -714,16 +714,27 @@ async function durabilityOf(client) {
     .join(', ')})`;
 }
 
+/** The servers' output of a run that failed, kept where it can be read after the run. */
+function keepLogs(workDir) {
+  const kept = fs.mkdtempSync(path.join(os.tmpdir(), 'bike-bench-logs-'));
+  for (const name of fs.readdirSync(workDir).filter((file) => file.endsWith('.log'))) {
+    fs.copyFileSync(path.join(workDir, name), path.join(kept, name));
+  }
+  log(`the servers' output is kept in ${kept}`);
+}
+
 async function main() {
   const workDir = tempWorkDir('bike-bench');
   log(`starting PostgreSQL in ${workDir}`);
   // Durable, as users run it: not `ephemeral` (fsync and synchronous_commit stay on).
   const pg = await startEmbeddedPostgres({ dataDir: workDir });
   let stopping = false;
+  let finished = false;
   const cleanUp = async () => {
     if (stopping) return;
     stopping = true;
     await pg.stop();
+    if (!finished) keepLogs(workDir);
     fs.rmSync(workDir, { recursive: true, force: true });
   };
   process.once('SIGINT', () => cleanUp().then(() => process.exit(130)));
@@ -736,6 +747,7 @@ async function main() {
       await seedBikes(admin, COUNT);
       if (args.explain) {
         await explain(pg.adminUrl);
+        finished = true;
         return;
       }
       const durability = await durabilityOf(admin);
@@ -743,6 +755,7 @@ async function main() {
       const setVersionTrigger = (enabled) =>
         admin.query(`ALTER TABLE bikes ${enabled ? 'ENABLE ALWAYS' : 'DISABLE'} TRIGGER bikes_version_on_insert`);
       await measureAndReport(pg, workDir, samples, durability, setVersionTrigger);
+      finished = true;
     } finally {
       await admin.end();
     }
@@ -783,6 +796,13 @@ async function measureAndReport(pg, workDir, samples, durability, setVersionTrig
     Object.assign(turns, await measureLoads(servers, samples, token, WRITES));
     const versionCost = await measureVersionCost(service, samples, token, setVersionTrigger);
     report({ servers, turns, different, all, versionCost, samples, durability });
+  } catch (err) {
+    // A server that stopped answering has usually exited: say which, and why it says it did.
+    for (const server of servers) {
+      if (!fs.existsSync(`/proc/${server.pid}`))
+        log(`${server.name} exited during the run; its output ends:\n${server.output()}`);
+    }
+    throw err;
   } finally {
     for (const server of servers) await server.stop();
   }
