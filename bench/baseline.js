@@ -15,16 +15,14 @@ const { Pool } = require('pg');
 const {
   BATCH,
   BEFORE_FIRST_SEQ,
-  COLUMNS,
   SQL,
   deriveHandle,
+  escapeLike,
   insertValues,
+  patchValues,
   toBike,
-  toColumns,
 } = require('./minimal/sql');
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-const escapeLike = (term) => term.replace(/[\\%_]/g, '\\$&');
 
 function send(res, status, body) {
   const text = body === undefined ? http.STATUS_CODES[status] : JSON.stringify(body);
@@ -96,12 +94,7 @@ async function writeBike(pool, req, res, id) {
     const { id: _id, handle, ...fields } = body;
     return sendOne(pool, res, SQL.replace, insertValues({ ...fields, id, handle }));
   }
-  // PATCH: the UPDATE the service sends, of the columns the body carries.
-  const columns = Object.entries(toColumns(body)).filter(([column, value]) => value !== undefined && column !== 'id');
-  const text =
-    `update "bikes" set ${columns.map(([column], i) => `"${column}" = $${i + 1}`).join(', ')}, "updated_at" = now() ` +
-    `where "id" = $${columns.length + 1} returning ${COLUMNS.map((column) => `"${column}"`).join(', ')}`;
-  return sendOne(pool, res, text, [...columns.map(([, value]) => value), id]);
+  return sendOne(pool, res, SQL.patch, patchValues(id, body));
 }
 
 async function handle(pool, req, res) {

@@ -94,6 +94,8 @@ async function startServer(name, command, env, workDir) {
     name,
     baseUrl,
     pid: child.pid,
+    /** The end of what the process wrote, for an error message. */
+    output: () => fs.readFileSync(logFile, 'utf8').slice(-2000),
     async stop() {
       child.kill('SIGTERM');
       await exited;

@@ -27,19 +27,33 @@ const COLUMNS = [
   'max_price_amount',
   'max_price_currency_code',
 ];
-const SELECT = `select ${COLUMNS.map((column) => `"${column}"`).join(', ')} from "bikes"`;
-const RETURNING = `returning ${COLUMNS.map((column) => `"${column}"`).join(', ')}`;
-const INSERT = `insert into "bikes" (${COLUMNS.map((column) => `"${column}"`).join(', ')}) values (${COLUMNS.map((_, i) => `$${i + 1}`).join(', ')})`;
+const LIST = COLUMNS.map((column) => `"${column}"`).join(', ');
+/**
+ * A bike's state (its version and the transaction that wrote it), which the service reads with
+ * every single bike and every write, for its ETag; the reference servers read it too, so the
+ * database does the same work for them.
+ */
+const STATE = `("version"::text || '.' || "xmin"::text) as "state"`;
+const SELECT = `select ${LIST}, ${STATE} from "bikes"`;
+const BATCH_SELECT = `select ${LIST}, "seq" from "bikes"`;
+const RETURNING = `returning ${LIST}, ${STATE}`;
+const INSERT = `insert into "bikes" (${LIST}) values (${COLUMNS.map((_, i) => `$${i + 1}`).join(', ')})`;
+/** The columns a write sets (all but the id), as `"column" = <value of it>`. */
+const SET = (value) =>
+  COLUMNS.slice(1)
+    .map((column, i) => `"${column}" = ${value(column, i + 2)}`)
+    .join(', ');
 
 const SQL = {
   byId: `${SELECT} where "id" = $1`,
   firstByHandle: `${SELECT} where "handle" = $1 order by "seq" limit 1`,
-  batch: `${SELECT.replace(' from', ', "seq" from')} where "seq" > $1 order by "seq" limit $2`,
-  titleBatch: `${SELECT.replace(' from', ', "seq" from')} where "title" like $1 and "seq" > $2 order by "seq" limit $3`,
+  batch: `${BATCH_SELECT} where "seq" > $1 order by "seq" limit $2`,
+  titleBatch: `${BATCH_SELECT} where "title" like $1 and "seq" > $2 order by "seq" limit $3`,
   create: `${INSERT} ${RETURNING}`,
-  replace:
-    `${INSERT} on conflict ("id") do update set ` +
-    `${COLUMNS.map((column) => `"${column}" = "excluded"."${column}"`).join(', ')}, "updated_at" = now() ${RETURNING}`,
+  /** PUT: one upsert, so a replaced bike keeps its place (seq). */
+  replace: `${INSERT} on conflict ("id") do update set ${SET((_, n) => `$${n}`)}, "updated_at" = now() ${RETURNING}`,
+  /** PATCH: every column in one statement, each null parameter leaving its column as it is. */
+  patch: `update "bikes" set ${SET((column, n) => `coalesce($${n}, "bikes"."${column}")`)}, "updated_at" = now() where "id" = $1 ${RETURNING}`,
 };
 
 /** The bike a row holds, its fields in the order the service writes them. */
@@ -87,7 +101,38 @@ const insertValues = (bike) => {
   return COLUMNS.map((column) => row[column]);
 };
 
+/** The values of the patch statement: the id, then each column the patch carries, null for the others. */
+const patchValues = (id, patch) => {
+  const row = toColumns(patch);
+  return [id, ...COLUMNS.slice(1).map((column) => row[column] ?? null)];
+};
+
+/** `%`, `_` and `\` in a search term match themselves (backslash is LIKE's escape character). */
+const escapeLike = (term) => term.replace(/[\\%_]/g, '\\$&');
+
+/** Every bike whose title contains `term`, oldest first, read batch by batch as the service reads them. */
+async function searchRows(pool, term) {
+  const pattern = `%${escapeLike(term)}%`;
+  const rows = [];
+  for (let after = BEFORE_FIRST_SEQ; ;) {
+    const { rows: batch } = await pool.query(SQL.titleBatch, [pattern, after, BATCH]);
+    rows.push(...batch);
+    if (batch.length < BATCH) return rows;
+    after = batch[batch.length - 1].seq;
+  }
+}
+
 /** The handle the service derives from a title. */
 const deriveHandle = (title) => title.replaceAll(' ', '-').toLowerCase();
 
-module.exports = { BATCH, BEFORE_FIRST_SEQ, COLUMNS, SQL, deriveHandle, insertValues, toBike, toColumns };
+module.exports = {
+  BATCH,
+  BEFORE_FIRST_SEQ,
+  SQL,
+  deriveHandle,
+  escapeLike,
+  insertValues,
+  patchValues,
+  searchRows,
+  toBike,
+};
