@@ -18,7 +18,7 @@ const bodyParser = require('koa-bodyparser');
 const { Pool } = require('pg');
 const pinoHttp = require('pino-http');
 const { bikeFields, deriveHandle, patch, replacement } = require('../../dist/bikes/bike.js');
-const { BIKE_SELECT, fromModelFields, toModelFields, toModelPatch } = require('../../dist/bikes/model.js');
+const { BIKE_SELECT, fromModelFields, toModelFields } = require('../../dist/bikes/model.js');
 const { PrismaClient } = require('../../dist/generated/prisma/client.js');
 const { serve } = require('../minimal/serve');
 const { logger, register, requestDuration, verifyBearer } = require('./features');
@@ -42,6 +42,25 @@ const valid = (schema) => async (ctx, next) => {
   }
   return next();
 };
+
+/** The model's fields of the fields a patch carries, and only those (undefined: left as it is). */
+function toModelPatch(patch) {
+  const { priceRange } = patch;
+  return {
+    handle: patch.handle,
+    title: patch.title,
+    productType: patch.productType,
+    createdAt: patch.createdAt,
+    description: patch.description,
+    vendor: patch.vendor,
+    availableForSale: patch.availableForSale,
+    totalInventory: patch.totalInventory,
+    minPriceAmount: priceRange?.minPrice.amount,
+    minPriceCurrencyCode: priceRange?.minPrice.currencyCode,
+    maxPriceAmount: priceRange?.maxPrice.amount,
+    maxPriceCurrencyCode: priceRange?.maxPrice.currencyCode,
+  };
+}
 
 const router = new Router();
 router.post('/bikes', authenticated, bodyParser(), valid(bikeFields), async (ctx) => {

@@ -191,6 +191,9 @@ function watchServer(
     down: () => downError,
     unlessDown<T>(start: () => Promise<T>): Promise<T> {
       if (downError) return Promise.reject(downError);
+      // An idle connection answers now or breaks (the watch closes them when the server hangs):
+      // only a wait for one needs the race.
+      if (pool.idleCount > 0) return start();
       const work = start();
       let fail: (err: ServerDownError) => void = () => undefined;
       const down = new Promise<never>((_, reject) => (fail = reject));
