@@ -33,8 +33,9 @@ const nodeGlobals = Object.fromEntries(
  */
 const LAYERS = {
   postgres: ['http', 'bikes', 'db', 'auth', 'cli', 'app', 'server', 'config', 'metrics'],
-  db: ['http', 'bikes', 'postgres', 'auth', 'cli', 'app', 'server', 'config', 'logger'],
-  bikes: ['http', 'postgres', 'auth', 'cli', 'app', 'server', 'config', 'logger', 'metrics'],
+  db: ['http', 'bikes', 'feed', 'postgres', 'auth', 'cli', 'app', 'server', 'config', 'logger'],
+  bikes: ['http', 'feed', 'postgres', 'auth', 'cli', 'app', 'server', 'config', 'logger', 'metrics'],
+  feed: ['http', 'postgres', 'auth', 'cli', 'app', 'server', 'config', 'logger', 'metrics'],
   auth: ['http', 'bikes', 'db', 'postgres', 'cli', 'app', 'server', 'config', 'logger', 'metrics'],
   http: ['postgres', 'cli', 'app', 'server', 'config'],
   cli: ['http', 'app', 'server'],

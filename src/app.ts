@@ -5,6 +5,8 @@ import { API_ROUTES } from './http/api-routes';
 import { bikeHandlers } from './http/bike-handlers';
 import { entityTags, parseTagCondition } from './http/conditional';
 import { cors } from './http/cors';
+import type { Cursors } from './http/cursors';
+import { feedCursors } from './http/feed-cursor';
 import { docsRouter } from './http/docs-router';
 import { errorHandler } from './http/errors';
 import type { Readiness } from './db/readiness';
@@ -23,8 +25,10 @@ export interface AppDeps {
   bikes: BikeRepository;
   /** Reads from the primary, for a client that must read its own writes. */
   bikesOnPrimary: BikeRepository;
-  /** This catalog's identity as it is now (catalog-identity.ts), part of every ETag. */
+  /** This catalog's identity as it is now (catalog-identity.ts), part of every ETag and cursor. */
   catalogIdentity: () => string;
+  /** Seals and opens the cursors the service gives out (cursors.ts). */
+  cursors: Cursors;
   tokens: Tokens;
   logger: Logger;
   /** GET /readyz answers with this. */
@@ -58,6 +62,7 @@ export function createApp({
   bikes,
   bikesOnPrimary,
   catalogIdentity,
+  cursors,
   tokens,
   logger,
   readiness,
@@ -100,7 +105,10 @@ export function createApp({
   const routers = [
     routerOf(
       API_ROUTES,
-      { ...bikeHandlers(bikes, bikesOnPrimary, tags), ...tokenHandlers(tokens) },
+      {
+        ...bikeHandlers(bikes, bikesOnPrimary, tags, feedCursors(cursors, catalogIdentity)),
+        ...tokenHandlers(tokens),
+      },
       {
         tokens,
         // Looked at on the primary, as the writes are.

@@ -37,6 +37,8 @@ export interface Config {
    * client wrote itself (docs/decisions.md#trusted-proxies).
    */
   trustedProxies: number;
+  /** CHANGES_RETENTION_DAYS: how long the change log keeps a change (docs/decisions.md#the-change-feed). */
+  changesRetentionDays: number;
 }
 
 export interface Limits {
@@ -158,6 +160,7 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env, { signsTokens =
     logLevel,
     limits,
     trustedProxies: trustedProxies(nonEmpty(env.TRUST_PROXY)),
+    changesRetentionDays: limit('CHANGES_RETENTION_DAYS', 30),
   };
 }
 

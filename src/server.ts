@@ -14,10 +14,12 @@ import { databaseReadiness } from './db/readiness';
 import { sharedLimit } from './db/rate-limits';
 import { replicaReads } from './db/replica';
 import { DOCS_PAGE } from './http/docs-router';
+import { cursors } from './http/cursors';
 import { abuseLimits } from './http/limits';
 import { listen } from './http/listener';
 import { createLogger, type LogFormat, type Logger } from './logger';
 import { type DatabaseServer, openDatabaseServer } from './postgres/database-server';
+import { pruneChanges } from './feed/changes';
 import { watchPool } from './metrics';
 import { withinTime } from './timeout';
 
@@ -25,6 +27,8 @@ import { withinTime } from './timeout';
 const SHUTDOWN_GRACE_MS = 8_000;
 /** How often idempotency keys past their lifetime are deleted. */
 const PRUNE_EVERY_MS = 60 * 60 * 1000;
+/** How often the change log is pruned. */
+const PRUNE_CHANGES_EVERY_MS = 60 * 1000;
 /** How long a shutdown waits for the pool to close (it can hang on a database that is down). */
 const POOL_CLOSE_MS = 1_000;
 /** How long start-up waits for an external database to accept connections. */
@@ -101,15 +105,25 @@ export async function startService(config: Config, logger: Logger): Promise<Serv
       tokens: sharedLimit(primary, 'tokens', config.limits.tokensPerMinute),
       writes: sharedLimit(primary, 'writes', config.limits.writesPerMinute),
     };
-    // Idempotency keys past their lifetime go, every hour (rule 24); a failure waits for the next.
+    // Idempotency keys past their lifetime go, every hour (docs/decisions.md#idempotency-keys); a
+    // failure waits for the next.
     const pruning = setInterval(() => {
       bikesOnPrimary.pruneIdempotencyKeys().catch((err: Error) => logger.warn({ err: err.message }, 'pruning failed'));
     }, PRUNE_EVERY_MS);
     pruning.unref();
+    // Changes past the retention, every minute (docs/decisions.md#the-change-feed).
+    const pruningChanges = setInterval(() => {
+      pruneChanges(queryOn(primary), config.changesRetentionDays).then(
+        (deleted) => deleted > 0 && logger.debug({ deleted }, 'pruned the change log'),
+        (err: Error) => logger.warn({ err: err.message }, 'pruning the change log failed'),
+      );
+    }, PRUNE_CHANGES_EVERY_MS);
+    pruningChanges.unref();
     const app = createApp({
       bikes: createBikeRepository({ writes: primary, reads: replica }),
       bikesOnPrimary,
       catalogIdentity: identity.current,
+      cursors: cursors(jwtSecret),
       tokens: createTokens(jwtSecret),
       logger,
       readiness: databaseReadiness(primary),
@@ -129,6 +143,7 @@ export async function startService(config: Config, logger: Logger): Promise<Serv
       metricsPort: metricsListener?.port,
       async stop() {
         clearInterval(pruning);
+        clearInterval(pruningChanges);
         await Promise.all([listener.close(SHUTDOWN_GRACE_MS), metricsListener?.close(SHUTDOWN_GRACE_MS)]);
         replica?.stop();
         identity.stop();

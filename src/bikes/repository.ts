@@ -151,22 +151,54 @@ const IDEMPOTENCY_LOCK_SEED = 2_024_112_303;
 const IDEMPOTENCY_KEY_LIFETIME = '24 hours';
 
 /**
+ * The triggers that keep the catalog's version and its change log, each with whether it is on and
+ * the transaction that last changed it: switching one off and on again changes this.
+ */
+export const CATALOG_TRIGGERS = sql<string>`(SELECT string_agg(tgname || ':' || tgenabled::text || ':' || xmin::text, ',' ORDER BY tgname)
+    FROM pg_trigger WHERE tgrelid = 'bikes'::regclass AND tgname LIKE 'bikes\\_%')`;
+
+/** Every one of those triggers fires whoever writes (ENABLE ALWAYS): no change escapes them. */
+export const TRIGGERS_COUNTING = sql<boolean>`(SELECT bool_and(tgenabled = 'A')
+    FROM pg_trigger WHERE tgrelid = 'bikes'::regclass AND tgname LIKE 'bikes\\_%')`;
+
+/**
  * What a list's ETag is made of (docs/decisions.md#conditional-get): the sum of the version
  * slots, which every committed change to bikes bumps; the newest transaction that bumped one (a
  * restore rewrites them all); and the triggers that keep them, each with whether it is on and the
  * transaction that last changed it (switching one off and on again changes that). `counting`:
  * every one of them is on, whoever writes (ENABLE ALWAYS); otherwise a change may leave the slots
- * as they were, and no version stands for the rows.
+ * as they were, and no version stands for the rows. `snapshot`: what the reading statement sees
+ * (pg_current_snapshot), which the change feed goes on from (docs/decisions.md#the-change-feed).
  */
 const listVersion = () =>
-  kysely.selectFrom('catalog_version_slots').select([
-    sql<string>`sum(version)::text`.as('version'),
-    sql<string>`max(xmin::text::bigint)::text`.as('touched'),
-    sql<string>`(SELECT string_agg(tgname || ':' || tgenabled::text || ':' || xmin::text, ',' ORDER BY tgname)
-                     FROM pg_trigger WHERE tgrelid = 'bikes'::regclass AND tgname LIKE 'bikes\\_%')`.as('triggers'),
-    sql<boolean>`(SELECT bool_and(tgenabled = 'A')
-                      FROM pg_trigger WHERE tgrelid = 'bikes'::regclass AND tgname LIKE 'bikes\\_%')`.as('counting'),
-  ]);
+  kysely
+    .selectFrom('catalog_version_slots')
+    .select([
+      sql<string>`sum(version)::text`.as('version'),
+      sql<string>`max(xmin::text::bigint)::text`.as('touched'),
+      CATALOG_TRIGGERS.as('triggers'),
+      TRIGGERS_COUNTING.as('counting'),
+      sql<string>`pg_current_snapshot()::text`.as('snapshot'),
+      sql<string>`(SELECT horizon_txid::text FROM bike_changes_pruning)`.as('horizon_txid'),
+      sql<string>`(SELECT horizon_change_id::text FROM bike_changes_pruning)`.as('horizon_change_id'),
+    ]);
+
+/**
+ * What a list's rows are consistent with, for the change feed to go on from
+ * (docs/decisions.md#the-change-feed): the snapshot they were read in, the state of the triggers
+ * that capture changes then, and how far pruning of the change log had gone.
+ */
+export interface Seen {
+  snapshot: string;
+  triggers: string;
+  horizon: { txid: string; changeId: string };
+}
+
+const seenOf = (row: { snapshot: string; triggers: string; horizon_txid: string; horizon_change_id: string }): Seen => ({
+  snapshot: row.snapshot,
+  triggers: row.triggers,
+  horizon: { txid: row.horizon_txid, changeId: row.horizon_change_id },
+});
 
 /** A list's version as its ETag uses it: undefined while a trigger that keeps it is off. */
 function versionOf(row: { version: string; touched: string; triggers: string; counting: boolean }) {
@@ -524,6 +556,9 @@ export function createBikeRepository({ writes, reads = poolReads(writes) }: { wr
       return (await statements.pruneKeys.run(write, { limit })).length;
     },
 
+    /** Where this repository's reads go: a replica while it qualifies, or the primary (for the change feed). */
+    reads,
+
     /** Set while the reads come from a replica because the primary cannot be reached (Reads.stale). */
     stale: () => reads.stale?.(),
 
@@ -551,12 +586,13 @@ export function createBikeRepository({ writes, reads = poolReads(writes) }: { wr
       batchSize = LIST_BATCH_SIZE,
       current,
     }: { titleContains?: string; batchSize?: number; current?: (version: string[]) => boolean } = {}): Promise<
-      | { current: true; version: string[] }
-      | { current: false; version: string[] | undefined; batches: AsyncGenerator<Bike[]> }
+      | { current: true; version: string[]; seen: Seen }
+      | { current: false; version: string[] | undefined; seen: Seen; batches: AsyncGenerator<Bike[]> }
     > {
       if (current) {
-        const version = versionOf((await statements.listVersion.run(reads.query, {}))[0]);
-        if (version && current(version)) return { current: true, version };
+        const [state] = await statements.listVersion.run(reads.query, {});
+        const version = versionOf(state);
+        if (version && current(version)) return { current: true, version, seen: seenOf(state) };
       }
       const pattern = titleContains ? `%${escapeLike(titleContains)}%` : undefined;
       const batchAfter = (query: Query, after: string) =>
@@ -569,11 +605,16 @@ export function createBikeRepository({ writes, reads = poolReads(writes) }: { wr
           : await statements.titleHead.run(reads.query, { pattern, limit: batchSize });
       const version = versionOf(head[0]);
       const first = head.filter((row): row is (typeof head)[number] & BatchRow => row.seq !== null);
-      if (first.length < batchSize) return { current: false, version, batches: inOneBatch(first) };
+      if (first.length < batchSize) {
+        return { current: false, version, seen: seenOf(head[0]), batches: inOneBatch(first) };
+      }
       const { begun, snapshot } = await reads.snapshot(async (query) => {
-        const again = versionOf((await statements.listVersion.run(query, {}))[0]);
-        const same = version !== undefined && again !== undefined && again.join('\n') === version.join('\n');
-        return { version: again, rows: same ? first : await batchAfter(query, BEFORE_FIRST_SEQ) };
+        const [state] = await statements.listVersion.run(query, {});
+        const again = versionOf(state);
+        // The same version: the same changes seen, so the head's rows and what it saw stand.
+        return version !== undefined && again !== undefined && again.join('\n') === version.join('\n')
+          ? { version, seen: seenOf(head[0]), rows: first }
+          : { version: again, seen: seenOf(state), rows: await batchAfter(query, BEFORE_FIRST_SEQ) };
       });
       async function* batches(): AsyncGenerator<Bike[]> {
         try {
@@ -588,7 +629,7 @@ export function createBikeRepository({ writes, reads = poolReads(writes) }: { wr
           await snapshot.close();
         }
       }
-      return { current: false, version: begun.version, batches: batches() };
+      return { current: false, version: begun.version, seen: begun.seen, batches: batches() };
     },
 
     /**

@@ -182,8 +182,13 @@ const SERVICE_ROLE_RIGHTS: Record<string, string> = {
   rate_limits: 'SELECT, INSERT, UPDATE, DELETE',
   catalog_version_slots: 'SELECT',
   catalog_identity: 'SELECT',
+  bike_changes: 'SELECT',
+  bike_changes_pruning: 'SELECT',
   _prisma_migrations: 'SELECT',
 };
+
+/** Functions the service's role may run: pruning the change log, as the log's owner. */
+const SERVICE_ROLE_FUNCTIONS = ['prune_bike_changes(timestamptz, integer)'];
 
 /**
  * The service's role, after every migration: when it is not the role that migrates (the
@@ -205,6 +210,7 @@ async function configureServiceRole(client: Client, role: string, log: (message:
       await client.query(`GRANT ${rights} ON ${client.escapeIdentifier(table)} TO ${name}`);
     }
     await client.query(`GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO ${name}`);
+    for (const signature of SERVICE_ROLE_FUNCTIONS) await client.query(`GRANT EXECUTE ON FUNCTION ${signature} TO ${name}`);
   }
   const settings = Object.entries(ROLE_SETTINGS).filter(([, { since }]) => version >= since);
   try {

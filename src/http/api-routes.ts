@@ -4,7 +4,7 @@ import { exampleOf } from '../bikes/yup';
 import type { RouteDeclaration } from './route';
 
 /**
- * The API's nine operations, each declared once: method, path, token, input schema, the status
+ * The API's operations, each declared once: method, path, token, input schema, the status
  * for bad input, and what it answers. The router (routerOf in route.ts) mounts them with their
  * handlers (bike-handlers.ts, token-handlers.ts); the OpenAPI document (openapi.ts) describes
  * them. The order is the document's.
@@ -27,6 +27,19 @@ const tokenRequest = yup
   .typeError(WRONG_TYPE)
   .strict()
   .defined();
+
+/** A page size: 1 to the most a route gives at once. */
+const pageSize = (max: number) =>
+  yup.number().typeError(WRONG_TYPE).strict().integer('${path} is not a whole number').min(1).max(max);
+
+/** The most changes one page of the feed gives. */
+export const MAX_CHANGES_PAGE = 1000;
+
+/** GET /bikes/changes: where to go on from (a cursor the service gave), and how many at most. */
+const changesQuery = yup.object({
+  since: yup.string().typeError(WRONG_TYPE).strict().min(1),
+  limit: pageSize(MAX_CHANGES_PAGE),
+});
 
 /** The search term: one `query` parameter (given twice it is a list, and refused), without U+0000. */
 const searchQuery = yup.object({
@@ -52,11 +65,14 @@ const idempotencyKey = yup
 const ref = (name: string) => ({ $ref: `#/components/schemas/${name}` });
 const BIKE = ref('Bike');
 const BIKES = { type: 'array', items: BIKE };
+const CHANGES = { type: 'array', items: ref('Change') };
 
 // Examples, from those the bike's fields carry. test/ops/openapi.test.ts sends each request example to the server.
 const EXAMPLE_FIELDS = exampleOf(bikeFields);
 const EXAMPLE_BIKE = exampleOf(bike);
 const EXAMPLE_PATCH = { totalInventory: 7, availableForSale: false };
+const EXAMPLE_CURSOR = 'eyJrIjoiZmVlZCIsImkiOiJBQkNEIiwidCI6IkVGR0giLCJwIjpbIjc0MiIsIjEzIl19.c2lnbmF0dXJlLW9mLWl0';
+const EXAMPLE_CHANGE = { cursor: EXAMPLE_CURSOR, type: 'upsert', id: EXAMPLE_BIKE.id, bike: EXAMPLE_BIKE };
 // An illustration only: a token of this shape, signed with no real secret.
 const EXAMPLE_TOKEN =
   'eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJ1c2VybmFtZSI6ImFsaWNlIiwiaWF0IjoxNzY0MDAwMDAwLCJleHAiOjE3NjQwMDE4MDB9.' +
@@ -70,7 +86,34 @@ export const API_ROUTES = {
     description: 'Every bike, oldest first (creation order). No pagination: the array is streamed.',
     limit: 'listStreams',
     input: NO_INPUT,
+    responseHeaders: ['Catalog-Cursor'],
     ok: { description: 'Every bike', schema: BIKES, example: [EXAMPLE_BIKE] },
+  },
+  bikeChanges: {
+    method: 'get',
+    path: '/bikes/changes',
+    summary: 'Follow the changes to the catalog',
+    description:
+      'The changes after a cursor, oldest first: each an `upsert` (the whole bike as it is after it) or a ' +
+      '`delete` (its id), with the cursor to go on from. Pass the last one\'s `cursor` as `since` for the next ' +
+      'page; `[]` means caught up. Without `since`, from the oldest change kept. Every list answers with ' +
+      '`Catalog-Cursor`, the point its rows are consistent with: follow from it and nothing is missed or repeated. ' +
+      'A bike\'s changes come in the order they were committed, and a change comes only once no transaction that ' +
+      'could still write one before it is running. A cursor older than what is kept, or of another history of the ' +
+      'catalog (a restore), is 410: list again.',
+    input: input({ query: changesQuery }),
+    invalid: 400,
+    queryParameters: {
+      since: { description: 'A cursor from a change or a Catalog-Cursor header. Absent: from the start.', example: '' },
+      limit: { description: `The most changes to give, 1 to ${MAX_CHANGES_PAGE}; 100 when absent.`, example: '100' },
+    },
+    responseHeaders: ['Catalog-Cursor'],
+    alsoAnswers: [410],
+    ok: { description: 'The changes, oldest first', schema: CHANGES, example: [EXAMPLE_CHANGE] },
+    meanings: {
+      400: '`since` is not a cursor of this service (tampered, or of a sort of page), or `limit` is not 1 to 1000.',
+      410: 'The cursor is older than the changes kept, or of another history of the catalog: list again.',
+    },
   },
   getBike: {
     method: 'get',
@@ -165,6 +208,7 @@ export const API_ROUTES = {
         example: 'Hybrid',
       },
     },
+    responseHeaders: ['Catalog-Cursor'],
     ok: { description: 'The matching bikes', schema: BIKES, example: [EXAMPLE_BIKE] },
     meanings: { 400: 'A failed search: `query` given more than once, or containing U+0000.' },
   },

@@ -111,6 +111,12 @@ export const HEADERS = {
     description: 'The content codings a request body may be sent in.',
     schema: { type: 'string', const: ACCEPTED_CONTENT_CODINGS },
   },
+  'Catalog-Cursor': {
+    description:
+      'The point of the change feed (GET /bikes/changes) this answer is consistent with: follow the feed with ' +
+      'it as `since` and you miss and repeat nothing. Opaque.',
+    schema: text,
+  },
   'Write-Outcome': {
     description:
       '`unknown`: the database stopped answering while the write ran, so it may or may not have been ' +

@@ -17,7 +17,12 @@ const TESTS: Record<string, Record<string, (params: Params) => JsonSchema>> = {
     uuid: () => ({ format: 'uuid' }),
   },
   // A JSON number is always finite (1e999 parses to Infinity, which the service refuses).
-  number: { finite: () => ({}) },
+  number: {
+    finite: () => ({}),
+    integer: () => ({ type: 'integer' }),
+    min: (params) => ({ minimum: params?.min }),
+    max: (params) => ({ maximum: params?.max }),
+  },
   boolean: {},
   object: {},
 };

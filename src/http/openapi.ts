@@ -42,6 +42,7 @@ const ERRORS = {
   403: 'The token failed verification (tampered, another secret, expired, not HS256, or living over 1800 s).',
   404: 'No such bike (a path id that is not a UUID names no bike).',
   409: 'Conflict: another request with the same Idempotency-Key is still running; retry after Retry-After seconds.',
+  410: 'Gone: the cursor is older than what is kept, or of another history of the catalog; list again.',
   412: 'A precondition failed (If-Match names another state of the bike, or none; If-None-Match: * and the bike exists, or it names the state the bike is in). Nothing changed.',
   413: 'The body is larger than 1 MB; nothing is stored.',
   415: 'The body is in a Content-Encoding the service cannot decode (see Accept-Encoding); nothing is stored.',
@@ -216,6 +217,18 @@ function buildDocument() {
         ...schemas,
         Money: { description: 'An amount and its currency.', ...schemas.Money },
         PriceRange: { description: 'The lowest and highest price.', ...schemas.PriceRange },
+        Change: {
+          description: 'A change to the catalog: an upsert carries the bike as it is after it; a delete, its id.',
+          type: 'object',
+          properties: {
+            cursor: { type: 'string', description: 'Where to go on from, as `since`: opaque.' },
+            type: { type: 'string', enum: ['upsert', 'delete'] },
+            id: { type: 'string', format: 'uuid' },
+            bike: ref('schemas', 'Bike'),
+          },
+          required: ['cursor', 'type', 'id'],
+          additionalProperties: false,
+        },
         DeletedBike: {
           type: 'object',
           properties: { id: { type: 'string', format: 'uuid' } },

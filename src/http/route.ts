@@ -15,7 +15,7 @@ import type { AbuseLimits, LimitKind } from './limits';
 import type { JsonSchema } from './json-schema';
 
 /** The error statuses a route can answer, besides 431 (node's HTTP parser, for any request). */
-export type ErrorStatus = 400 | 401 | 403 | 404 | 409 | 412 | 413 | 415 | 422 | 429 | 503 | 504;
+export type ErrorStatus = 400 | 401 | 403 | 404 | 409 | 410 | 412 | 413 | 415 | 422 | 429 | 503 | 504;
 
 /**
  * One route, declared once (src/http/api-routes.ts): the router mounts it and the OpenAPI
@@ -197,6 +197,28 @@ export interface RouteChecks {
   limits: AbuseLimits;
 }
 
+/** A number as a query string writes it: decimal, no exponent, no leading zero, no sign but minus. */
+const QUERY_NUMBER = /^-?(0|[1-9]\d{0,15})(\.\d{1,15})?$/;
+
+/**
+ * The query as the route's input reads it: the value of a parameter its schema declares a number
+ * (a page's size, a price) read as a number when it is written as one, the rest as sent (a value
+ * that is not a number then fails the number's check: 400).
+ */
+function queryReader(route: RouteDeclaration<unknown>) {
+  const fields = describe(route.input).fields?.query?.fields ?? {};
+  const numbers = Object.keys(fields).filter((name) => fields[name].type === 'number');
+  if (numbers.length === 0) return (query: Koa.Context['query']) => query;
+  return (query: Koa.Context['query']) => {
+    const read: Record<string, unknown> = { ...query };
+    for (const name of numbers) {
+      const value = query[name];
+      if (typeof value === 'string' && QUERY_NUMBER.test(value)) read[name] = Number(value);
+    }
+    return read;
+  };
+}
+
 /** The client asked to be told to go on before it sends the body (RFC 9110, 10.1.1). */
 const expectsContinue = (ctx: Koa.Context) => /^100-continue$/i.test(ctx.get('Expect'));
 
@@ -216,6 +238,7 @@ function endpoint<Input>(
 ): RouterMiddleware {
   const invalid = route.invalid ?? 404;
   const readsBody = hasBody(route);
+  const queryOf = queryReader(route);
   return async (ctx) => {
     if (route.token) authenticate(ctx, checks.tokens);
     if (!isWellFormedPath(ctx.path)) throw new HttpError(404);
@@ -234,7 +257,7 @@ function endpoint<Input>(
     // PUT makes a bike that is not there; the other writes answer 404 for it.
     if (readsBody && conditional && expectsContinue(ctx)) await lookFirst(route.method !== 'put');
     const body = readsBody ? await readBody(ctx, invalid) : undefined;
-    const input = check(route.input, { body, query: ctx.query, headers: ctx.headers });
+    const input = check(route.input, { body, query: queryOf(ctx.query), headers: ctx.headers });
     if (!input.valid) {
       if (route.bikeBeforeBody || conditional) await lookFirst(Boolean(route.bikeBeforeBody));
       // Only a 400 says which field: PUT answers every failure 404, as the specification says.

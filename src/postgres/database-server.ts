@@ -23,7 +23,7 @@ export interface DatabaseServer {
 
 /** DATABASE_URL when given, otherwise the embedded PostgreSQL in the data directory. */
 export async function openDatabaseServer(
-  options: { databaseUrl?: string; directUrl?: string; replicaUrl?: string; dataDir: string },
+  options: { databaseUrl?: string; directUrl?: string; replicaUrl?: string; dataDir: string; port?: number },
   logger: Logger,
 ): Promise<DatabaseServer> {
   if (options.databaseUrl) {
@@ -37,6 +37,7 @@ export async function openDatabaseServer(
   }
   const embedded = await startEmbeddedPostgres({
     dataDir: options.dataDir,
+    notPort: options.port,
     log: (message) => logger.info(message),
   });
   return {

@@ -41,6 +41,8 @@ export interface EmbeddedPostgresOptions {
   dataDir: string;
   /** Port to listen on (127.0.0.1 only); a free one is chosen when unset. */
   port?: number;
+  /** A port not to choose: the service's own, free until it listens. */
+  notPort?: number;
   database?: string;
   /** Trade durability for speed (fsync off): for throw-away test clusters only. */
   ephemeral?: boolean;
@@ -65,16 +67,16 @@ function firstLine(err: unknown): string {
   return lines.find((line) => /error|fatal/i.test(line)) ?? lines.find((line) => line !== '') ?? 'unknown error';
 }
 
-/** `wanted` when it is free on 127.0.0.1, otherwise (or when it is 0) a free port. */
-function freePort(wanted = 0): Promise<number> {
+/** `wanted` when it is free on 127.0.0.1, otherwise (or when it is 0) a free port other than `notPort`. */
+function freePort(wanted: number, notPort: number | undefined): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = net.createServer();
     server.once('error', (err: NodeJS.ErrnoException) =>
-      wanted !== 0 && err.code === 'EADDRINUSE' ? resolve(freePort()) : reject(err),
+      wanted !== 0 && err.code === 'EADDRINUSE' ? resolve(freePort(0, notPort)) : reject(err),
     );
-    server.listen(wanted, '127.0.0.1', () => {
+    server.listen(wanted === notPort ? 0 : wanted, '127.0.0.1', () => {
       const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
+      server.close(() => resolve(port === notPort ? freePort(0, notPort) : port));
     });
   });
 }
@@ -428,7 +430,7 @@ async function start(options: EmbeddedPostgresOptions): Promise<EmbeddedPostgres
           clusterDir,
           bin,
           user,
-          options.port ?? (await freePort(previousPort(clusterDir))),
+          options.port ?? (await freePort(previousPort(clusterDir), options.notPort)),
           dataDir,
           options.ephemeral,
           (port) => connectAsSuperuser(ServerClient, superuserUrl(port)),

@@ -10,6 +10,7 @@ import { createBikeRepository } from '../../src/bikes/repository';
 import { connectPool } from '../../src/db/pool';
 import { sharedLimit } from '../../src/db/rate-limits';
 import { databaseReadiness } from '../../src/db/readiness';
+import { cursors } from '../../src/http/cursors';
 import { abuseLimits } from '../../src/http/limits';
 import { client, newBike } from '../support/bikes';
 import { startTestService, type TestService } from '../support/service';
@@ -57,6 +58,7 @@ const HTTP_OWN_HEADERS = new Set([
  */
 const ALLOWED_STATUSES: Record<string, number[]> = {
   listBikes: [200, 304, 429, 431, 503],
+  bikeChanges: [200, 304, 400, 410, 431, 503],
   getBike: [200, 304, 404, 431, 503],
   getBikeByHandle: [200, 304, 404, 431, 503],
   searchBikesByTitle: [200, 304, 400, 429, 431, 503],
@@ -135,6 +137,7 @@ describe('GET /openapi.json', () => {
         bikes: createBikeRepository({ writes: pool }),
         bikesOnPrimary: createBikeRepository({ writes: pool }),
         catalogIdentity: () => 'a-catalog',
+        cursors: cursors(svc.jwtSecret),
         tokens: createTokens(svc.jwtSecret),
         logger: pino({ level: 'silent' }),
         readiness: databaseReadiness(pool),

@@ -162,10 +162,15 @@ describe("the service's role, migrated with a role of its own (docs/decisions.md
     return { sql, error };
   };
 
-  it('cannot change the version bookkeeping, the identity, the triggers or the schema', async () => {
+  it('cannot change the version bookkeeping, the change log, the identity, the triggers or the schema', async () => {
     for (const sql of [
       'UPDATE catalog_version_slots SET version = 0',
       'DELETE FROM catalog_version_slots',
+      'DELETE FROM bike_changes',
+      "UPDATE bike_changes SET kind = 'delete'",
+      "INSERT INTO bike_changes (txid, writer_txid, kind, bike_id) VALUES (1, 1, 'delete', gen_random_uuid())",
+      'UPDATE bike_changes_pruning SET horizon_txid = 0',
+      "SELECT setval('bike_changes_change_id_seq', 1)",
       'UPDATE catalog_identity SET catalog_id = gen_random_uuid()',
       "SELECT setval('bikes_version_seq', 1)",
       'ALTER TABLE bikes DISABLE TRIGGER USER',
@@ -189,5 +194,20 @@ describe("the service's role, migrated with a role of its own (docs/decisions.md
        VALUES (gen_random_uuid(), 'h', 't', 'p', 'c', 'd', 'v', true, 1, 1, 'EUR', 2, 'EUR')`,
     );
     expect(await sum()).toBeGreaterThan(before);
+  });
+
+  it('logs its writes in the change log it may only read, and prunes the log only through the function made for it', async () => {
+    const { rows } = await asService.query<{ id: string }>(
+      `INSERT INTO bikes (id, handle, title, product_type, created_at, description, vendor, available_for_sale,
+         total_inventory, min_price_amount, min_price_currency_code, max_price_amount, max_price_currency_code)
+       VALUES (gen_random_uuid(), 'h2', 't', 'p', 'c', 'd', 'v', true, 1, 1, 'EUR', 2, 'EUR') RETURNING id`,
+    );
+    await asService.query('DELETE FROM bikes WHERE id = $1', [rows[0].id]);
+    const logged = await asService.query('SELECT kind FROM bike_changes WHERE bike_id = $1 ORDER BY txid, change_id', [
+      rows[0].id,
+    ]);
+    expect(logged.rows.map((row) => row.kind)).toEqual(['create', 'delete']);
+    const pruned = await asService.query(`SELECT * FROM prune_bike_changes(now() - interval '30 days', 100)`);
+    expect(pruned.rows).toHaveLength(1);
   });
 });

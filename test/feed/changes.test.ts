@@ -1,0 +1,287 @@
+import { Client } from 'pg';
+import type { Bike } from '../../src/bikes/bike';
+import { client, newBike } from '../support/bikes';
+import { pruneChanges } from '../../src/feed/changes';
+import { startTestService, type TestService } from '../support/service';
+import { waitFor } from '../support/wait';
+
+/**
+ * GET /bikes/changes (docs/decisions.md#the-change-feed): what changed, in order, deletions
+ * included, from a cursor the service gave; every list says where in the feed it stands.
+ */
+
+interface Change {
+  cursor: string;
+  type: 'upsert' | 'delete';
+  id: string;
+  bike?: Bike;
+}
+
+describe('GET /bikes/changes', () => {
+  let svc: TestService;
+  let api: ReturnType<typeof client>;
+  let sql: Client;
+
+  beforeAll(async () => {
+    svc = await startTestService();
+    api = client(svc.baseUrl, await svc.token());
+    sql = new Client({ connectionString: svc.databaseUrl });
+    await sql.connect();
+  });
+  afterAll(async () => {
+    await sql.end();
+    await svc.stop();
+  });
+
+  async function changes(since?: string, limit?: number): Promise<{ status: number; changes: Change[]; cursor: string }> {
+    const params = new URLSearchParams();
+    if (since !== undefined) params.set('since', since);
+    if (limit !== undefined) params.set('limit', String(limit));
+    const res = await api.request('GET', `/bikes/changes?${params}`);
+    return {
+      status: res.status,
+      changes: res.status === 200 ? ((await res.json()) as Change[]) : [],
+      cursor: res.headers.get('catalog-cursor') ?? '',
+    };
+  }
+
+  /**
+   * Every change from `since` on, page by page, until caught up and `until` holds of what came.
+   * (A change comes once no transaction that could write one before it runs: a transaction that
+   * writes in another database of the same server, another test's, holds the feed back a moment.)
+   */
+  async function follow(
+    since?: string,
+    { limit = 3, until = () => true }: { limit?: number; until?: (changes: Change[]) => boolean } = {},
+  ): Promise<{ changes: Change[]; cursor?: string }> {
+    const all: Change[] = [];
+    let cursor = since;
+    const deadline = Date.now() + 30_000;
+    for (;;) {
+      const page = await changes(cursor, limit);
+      expect(page.status).toBe(200);
+      if (page.changes.length === 0) {
+        if (until(all)) return { changes: all, cursor };
+        if (Date.now() > deadline) throw new Error(`the feed did not give what was awaited: ${all.length} changes`);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      all.push(...page.changes);
+      if (page.changes.length > 0) cursor = page.changes[page.changes.length - 1].cursor;
+    }
+  }
+
+  /** Where the feed stands now: the cursor a list gives. */
+  const now = async () => (await api.request('GET', '/bikes/all')).headers.get('catalog-cursor') as string;
+
+  /** Until the change that made `bike` as it is has come. */
+  const reached = (bike: Bike) => (seen: Change[]) =>
+    seen.some((change) => JSON.stringify(change.bike) === JSON.stringify(bike));
+
+  /** Until a delete of `id` has come. */
+  const deleted = (id: string) => (seen: Change[]) => seen.some((change) => change.type === 'delete' && change.id === id);
+
+  /** The catalog a follower builds by applying `changes` in order. */
+  function replay(changes: Change[], onto = new Map<string, Bike>()): Map<string, Bike> {
+    for (const change of changes) {
+      if (change.type === 'upsert') onto.set(change.id, change.bike as Bike);
+      else onto.delete(change.id);
+    }
+    return onto;
+  }
+
+  async function expectCatalogIs(map: Map<string, Bike>): Promise<void> {
+    const all = (await (await api.request('GET', '/bikes/all')).json()) as Bike[];
+    expect(map.size).toBe(all.length);
+    for (const bike of all) expect(JSON.stringify(map.get(bike.id))).toBe(JSON.stringify(bike));
+  }
+
+  it('gives every create, update and delete in order, each an upsert of the bike as it is after it or a delete of its id', async () => {
+    const start = await now();
+    const bike = await api.create(newBike());
+    const patched = (await (await api.request('PATCH', `/bikes/${bike.id}`, { body: { vendor: 'Other' } })).json()) as Bike;
+    await api.request('DELETE', `/bikes/${bike.id}`);
+    const { changes: seen } = await follow(start, { until: deleted(bike.id) });
+    expect(seen.map(({ type, id, bike: after }) => ({ type, id, bike: after }))).toEqual([
+      { type: 'upsert', id: bike.id, bike },
+      { type: 'upsert', id: bike.id, bike: patched },
+      { type: 'delete', id: bike.id, bike: undefined },
+    ]);
+    expect(new Set(seen.map((change) => change.cursor)).size).toBe(3);
+  });
+
+  it('from its start, rebuilds exactly /bikes/all, byte for byte; [] means caught up', async () => {
+    for (let i = 0; i < 4; i++) await api.create(newBike());
+    const gone = await api.create(newBike());
+    await api.request('DELETE', `/bikes/${gone.id}`);
+    const { changes: all, cursor } = await follow(undefined, { limit: 4, until: deleted(gone.id) });
+    await expectCatalogIs(replay(all));
+    expect((await changes(cursor)).changes).toEqual([]);
+  });
+
+  it('after a list, from its Catalog-Cursor: the changes made since, none of what the list had, none missed', async () => {
+    await api.create(newBike());
+    const listed = await api.request('GET', '/bikes/all');
+    const cursor = listed.headers.get('catalog-cursor') as string;
+    const before = new Map(((await listed.json()) as Bike[]).map((bike) => [bike.id, bike]));
+    const added = await api.create(newBike());
+    const removed = [...before.keys()][0];
+    await api.request('DELETE', `/bikes/${removed}`);
+    const { changes: since } = await follow(cursor, { until: deleted(removed) });
+    expect(since.map((change) => [change.type, change.id])).toEqual([
+      ['upsert', added.id],
+      ['delete', removed],
+    ]);
+    await expectCatalogIs(replay(since, before));
+    // A search and a 304 say where they stand too.
+    const search = await api.request('GET', `/bikes/search/by-title?query=${encodeURIComponent(added.title)}`);
+    expect(search.headers.get('catalog-cursor')).toBeTruthy();
+    const tag = (await api.request('GET', '/bikes/all')).headers.get('etag') as string;
+    const unchanged = await api.request('GET', '/bikes/all', { headers: { 'if-none-match': tag } });
+    expect(unchanged.status).toBe(304);
+    expect((await follow(unchanged.headers.get('catalog-cursor') as string)).changes).toEqual([]);
+  });
+
+  it('holds a change back while a transaction that began writing before it runs, then gives both, in order', async () => {
+    const start = await now();
+    const early = await api.create(newBike());
+    const long = new Client({ connectionString: svc.databaseUrl });
+    await long.connect();
+    try {
+      await long.query('BEGIN');
+      await long.query(`UPDATE bikes SET vendor = 'Long' WHERE id = $1`, [early.id]);
+      // Committed first, by a transaction that began writing after the long one.
+      const later = await api.create(newBike());
+      const held = await follow(start, { until: (seen) => seen.length > 0 });
+      expect(held.changes.map((change) => change.id)).toEqual([early.id]);
+      await long.query('COMMIT');
+      const seen = (await follow(start, { until: reached(later) })).changes;
+      expect(seen.map((change) => [change.id, change.bike?.vendor])).toEqual([
+        [early.id, early.vendor],
+        [early.id, 'Long'],
+        [later.id, later.vendor],
+      ]);
+    } finally {
+      await long.end();
+    }
+  });
+
+  it("keeps a bike's changes in the order they committed, even when a transaction that began first writes it after another did", async () => {
+    const start = await now();
+    const [x, y] = [await api.create(newBike()), await api.create(newBike())];
+    const long = new Client({ connectionString: svc.databaseUrl });
+    await long.connect();
+    try {
+      await long.query('BEGIN');
+      await long.query(`UPDATE bikes SET vendor = 'First' WHERE id = $1`, [x.id]);
+      // A later transaction changes y and commits; then the long one, on top of it.
+      expect((await api.request('PATCH', `/bikes/${y.id}`, { body: { vendor: 'Second' } })).status).toBe(200);
+      await long.query(`UPDATE bikes SET vendor = 'Third' WHERE id = $1`, [y.id]);
+      await long.query('COMMIT');
+    } finally {
+      await long.end();
+    }
+    const third = (seen: Change[]) => seen.some((change) => change.bike?.vendor === 'Third');
+    const seen = (await follow(start, { until: third })).changes.filter((change) => change.id === y.id);
+    expect(seen.map((change) => change.bike?.vendor)).toEqual([y.vendor, 'Second', 'Third']);
+    expect(((await (await api.request('GET', `/bikes/${y.id}`)).json()) as Bike).vendor).toBe('Third');
+  });
+
+  it('refuses a cursor that is not one of ours (tampered, made up) and a limit out of range with 400, naming which', async () => {
+    const cursor = (await changes()).cursor;
+    const [data, mac] = cursor.split('.');
+    for (const since of [`${data}.${mac.slice(0, -1)}A`, 'not-a-cursor', `${data.slice(1)}.${mac}`]) {
+      const res = await api.request('GET', `/bikes/changes?since=${encodeURIComponent(since)}`);
+      expect({ since, status: res.status, field: res.headers.get('x-invalid-field') }).toEqual({
+        since,
+        status: 400,
+        field: 'since',
+      });
+    }
+    for (const limit of ['0', '1001', 'ten', '-1']) {
+      const res = await api.request('GET', `/bikes/changes?limit=${limit}`);
+      expect({ limit, status: res.status, field: res.headers.get('x-invalid-field') }).toEqual({
+        limit,
+        status: 400,
+        field: 'limit',
+      });
+    }
+  });
+
+  it('answers 410 to a cursor of another catalog, and to one from before what pruning kept', async () => {
+    const other = await startTestService({ jwtSecret: svc.jwtSecret });
+    try {
+      const foreign = (await fetch(`${other.baseUrl}/bikes/all`)).headers.get('catalog-cursor') as string;
+      expect((await changes(foreign)).status).toBe(410);
+    } finally {
+      await other.stop();
+    }
+    const old = (await changes()).cursor;
+    const bike = await api.create(newBike());
+    await api.request('DELETE', `/bikes/${bike.id}`);
+    // Everything past the retention: the delete goes, and with it what a cursor before it could follow.
+    const [deleted] = (
+      await sql.query(`SELECT txid, change_id FROM bike_changes WHERE bike_id = $1 AND kind = 'delete'`, [bike.id])
+    ).rows;
+    // (Pruning waits for transactions that write, in any of the server's databases, to end.)
+    const passed = async () => {
+      await sql.query(`SELECT prune_bike_changes(now() + interval '1 day', 1000000)`);
+      const { rows } = await sql.query<{ passed: boolean }>(
+        'SELECT (horizon_txid, horizon_change_id) >= ($1::bigint, $2::bigint) AS passed FROM bike_changes_pruning',
+        [deleted.txid, deleted.change_id],
+      );
+      return rows[0].passed || undefined;
+    };
+    await waitFor('pruning to pass the delete', passed, 30_000, 200);
+    expect((await changes(old)).status).toBe(410);
+    // Before the horizon, the log keeps the latest change of each bike there is, and nothing else.
+    const { rows } = await sql.query<{ bikes: string; changes: string }>(
+      'SELECT (SELECT count(*) FROM bikes) AS bikes, (SELECT count(*) FROM bike_changes) AS changes',
+    );
+    expect(rows[0].changes).toBe(rows[0].bikes);
+    // From the start of what is kept, the catalog is rebuilt all the same.
+    await expectCatalogIs(replay((await follow(undefined, { limit: 50 })).changes));
+  });
+
+  it('prunes what is past the retention and no follower needs: superseded changes and deletes, never a live bike\'s latest', async () => {
+    const [kept, patched, gone] = [await api.create(newBike()), await api.create(newBike()), await api.create(newBike())];
+    await api.request('PATCH', `/bikes/${patched.id}`, { body: { totalInventory: 3 } });
+    await api.request('DELETE', `/bikes/${gone.id}`);
+    const ids = [kept.id, patched.id, gone.id];
+    // Everything so far is 31 days old; then one more change, within the retention.
+    await sql.query(`UPDATE bike_changes SET changed_at = changed_at - interval '31 days'`);
+    await api.request('PATCH', `/bikes/${kept.id}`, { body: { totalInventory: 4 } });
+    const logOf = async () =>
+      (
+        await sql.query<{ bike_id: string; kind: string; total_inventory: number | null }>(
+          'SELECT bike_id, kind, total_inventory FROM bike_changes WHERE bike_id = ANY($1) ORDER BY txid, change_id',
+          [ids],
+        )
+      ).rows.map((row) => [ids.indexOf(row.bike_id), row.kind, row.total_inventory]);
+    expect(await logOf()).toHaveLength(6);
+    const query = (text: string, values: unknown[]) => sql.query(text, values);
+    await waitFor(
+      'pruning to reach the change within the retention',
+      async () => ((await pruneChanges(query, 30), (await logOf()).length === 3) ? true : undefined),
+      30_000,
+      200,
+    );
+    // kept: its create stays (the patch within the retention stops pruning there), and the patch.
+    expect(await logOf()).toEqual([
+      [0, 'create', kept.totalInventory],
+      [1, 'update', 3],
+      [0, 'update', 4],
+    ]);
+    await expectCatalogIs(replay((await follow(undefined, { limit: 50 })).changes));
+  });
+
+  it("answers 503 while a capture trigger is off, and 410 to a cursor from before it was switched off and on", async () => {
+    const cursor = (await changes()).cursor;
+    await sql.query('ALTER TABLE bikes DISABLE TRIGGER bikes_changes_on_update');
+    try {
+      expect((await changes(cursor)).status).toBe(503);
+    } finally {
+      await sql.query('ALTER TABLE bikes ENABLE ALWAYS TRIGGER bikes_changes_on_update');
+    }
+    expect((await changes(cursor)).status).toBe(410);
+  });
+});
