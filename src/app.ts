@@ -7,6 +7,7 @@ import { entityTags, parseTagCondition } from './http/conditional';
 import { cors } from './http/cors';
 import type { Cursors } from './http/cursors';
 import { feedCursors } from './http/feed-cursor';
+import { pageCursors } from './http/page-cursor';
 import { docsRouter } from './http/docs-router';
 import { errorHandler } from './http/errors';
 import type { Readiness } from './db/readiness';
@@ -106,7 +107,7 @@ export function createApp({
     routerOf(
       API_ROUTES,
       {
-        ...bikeHandlers(bikes, bikesOnPrimary, tags, feedCursors(cursors, catalogIdentity)),
+        ...bikeHandlers(bikes, bikesOnPrimary, tags, feedCursors(cursors, catalogIdentity), pageCursors(cursors)),
         ...tokenHandlers(tokens),
       },
       {

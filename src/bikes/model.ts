@@ -8,7 +8,20 @@ import type { Bike } from './bike';
  * the model and not mapped here fails the build. Types only: the service loads no Prisma Client.
  */
 
-/** The model's fields that make a bike (seq, version, insertedAt and updatedAt are the table's own). */
+type TableOwnFields =
+  | 'seq'
+  | 'version'
+  | 'insertedAt'
+  | 'updatedAt'
+  | 'titleKey'
+  | 'vendorKey'
+  | 'productTypeKey'
+  | 'minPriceCurrencyKey';
+
+/**
+ * The model's fields that make a bike (seq, version, insertedAt, updatedAt and the generated keys
+ * GET /bikes orders and filters by are the table's own).
+ */
 export const BIKE_SELECT = {
   id: true,
   handle: true,
@@ -23,7 +36,7 @@ export const BIKE_SELECT = {
   minPriceCurrencyCode: true,
   maxPriceAmount: true,
   maxPriceCurrencyCode: true,
-} as const satisfies Required<Omit<Prisma.BikeSelect, 'seq' | 'version' | 'insertedAt' | 'updatedAt'>>;
+} as const satisfies Required<Omit<Prisma.BikeSelect, TableOwnFields>>;
 
 /** A bike in the model's fields. */
 export type BikeModelFields = Prisma.BikeGetPayload<{ select: typeof BIKE_SELECT }>;
@@ -68,3 +81,20 @@ export function fromModelFields(row: BikeModelFields): Bike {
     },
   };
 }
+
+/** A bike's columns, each as its Prisma model field: rows read here map to bikes as Prisma's do. */
+export const BIKE_COLUMNS = [
+  'bikes.id',
+  'bikes.handle',
+  'bikes.title',
+  'bikes.product_type as productType',
+  'bikes.created_at as createdAt',
+  'bikes.description',
+  'bikes.vendor',
+  'bikes.available_for_sale as availableForSale',
+  'bikes.total_inventory as totalInventory',
+  'bikes.min_price_amount as minPriceAmount',
+  'bikes.min_price_currency_code as minPriceCurrencyCode',
+  'bikes.max_price_amount as maxPriceAmount',
+  'bikes.max_price_currency_code as maxPriceCurrencyCode',
+] as const;

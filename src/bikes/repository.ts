@@ -1,9 +1,11 @@
 import { sql } from 'kysely';
 import { type Query, type ServicePool, writeOn } from '../db/pool';
 import { poolReads, type Reads } from '../db/replica';
-import { kysely, param, prepare } from '../db/sql';
+import { containing, kysely, param, prepare } from '../db/sql';
 import type { Bike, BikeFields, BikePatch } from './bike';
-import { fromModelFields } from './model';
+import { listVersion, type Seen, seenOf, versionOf } from './catalog-version';
+import { BIKE_COLUMNS, fromModelFields } from './model';
+import { type Page, type PageRequest, readPage } from './pages';
 
 /**
  * The catalog's storage, in Bike objects. Every read and every write is one SQL statement,
@@ -25,23 +27,6 @@ const BEFORE_FIRST_SEQ = '-9223372036854775808';
  * (docs/decisions.md#conditional-get).
  */
 const STATE = sql<string>`(bikes.version::text || '.' || bikes.xmin::text)`;
-
-/** A bike's columns, each as its Prisma model field: rows read here map to bikes as Prisma's do. */
-const BIKE_COLUMNS = [
-  'bikes.id',
-  'bikes.handle',
-  'bikes.title',
-  'bikes.product_type as productType',
-  'bikes.created_at as createdAt',
-  'bikes.description',
-  'bikes.vendor',
-  'bikes.available_for_sale as availableForSale',
-  'bikes.total_inventory as totalInventory',
-  'bikes.min_price_amount as minPriceAmount',
-  'bikes.min_price_currency_code as minPriceCurrencyCode',
-  'bikes.max_price_amount as maxPriceAmount',
-  'bikes.max_price_currency_code as maxPriceCurrencyCode',
-] as const;
 
 /** A bike's columns and its state: what every single-bike read and every write returns. */
 const STORED_COLUMNS = [...BIKE_COLUMNS, STATE.as('state')] as const;
@@ -150,61 +135,6 @@ const IDEMPOTENCY_LOCK_SEED = 2_024_112_303;
 /** How long an Idempotency-Key is remembered (docs/decisions.md#idempotency-keys: at least 24 hours). */
 const IDEMPOTENCY_KEY_LIFETIME = '24 hours';
 
-/**
- * The triggers that keep the catalog's version and its change log, each with whether it is on and
- * the transaction that last changed it: switching one off and on again changes this.
- */
-export const CATALOG_TRIGGERS = sql<string>`(SELECT string_agg(tgname || ':' || tgenabled::text || ':' || xmin::text, ',' ORDER BY tgname)
-    FROM pg_trigger WHERE tgrelid = 'bikes'::regclass AND tgname LIKE 'bikes\\_%')`;
-
-/** Every one of those triggers fires whoever writes (ENABLE ALWAYS): no change escapes them. */
-export const TRIGGERS_COUNTING = sql<boolean>`(SELECT bool_and(tgenabled = 'A')
-    FROM pg_trigger WHERE tgrelid = 'bikes'::regclass AND tgname LIKE 'bikes\\_%')`;
-
-/**
- * What a list's ETag is made of (docs/decisions.md#conditional-get): the sum of the version
- * slots, which every committed change to bikes bumps; the newest transaction that bumped one (a
- * restore rewrites them all); and the triggers that keep them, each with whether it is on and the
- * transaction that last changed it (switching one off and on again changes that). `counting`:
- * every one of them is on, whoever writes (ENABLE ALWAYS); otherwise a change may leave the slots
- * as they were, and no version stands for the rows. `snapshot`: what the reading statement sees
- * (pg_current_snapshot), which the change feed goes on from (docs/decisions.md#the-change-feed).
- */
-const listVersion = () =>
-  kysely
-    .selectFrom('catalog_version_slots')
-    .select([
-      sql<string>`sum(version)::text`.as('version'),
-      sql<string>`max(xmin::text::bigint)::text`.as('touched'),
-      CATALOG_TRIGGERS.as('triggers'),
-      TRIGGERS_COUNTING.as('counting'),
-      sql<string>`pg_current_snapshot()::text`.as('snapshot'),
-      sql<string>`(SELECT horizon_txid::text FROM bike_changes_pruning)`.as('horizon_txid'),
-      sql<string>`(SELECT horizon_change_id::text FROM bike_changes_pruning)`.as('horizon_change_id'),
-    ]);
-
-/**
- * What a list's rows are consistent with, for the change feed to go on from
- * (docs/decisions.md#the-change-feed): the snapshot they were read in, the state of the triggers
- * that capture changes then, and how far pruning of the change log had gone.
- */
-export interface Seen {
-  snapshot: string;
-  triggers: string;
-  horizon: { txid: string; changeId: string };
-}
-
-const seenOf = (row: { snapshot: string; triggers: string; horizon_txid: string; horizon_change_id: string }): Seen => ({
-  snapshot: row.snapshot,
-  triggers: row.triggers,
-  horizon: { txid: row.horizon_txid, changeId: row.horizon_change_id },
-});
-
-/** A list's version as its ETag uses it: undefined while a trigger that keeps it is off. */
-function versionOf(row: { version: string; touched: string; triggers: string; counting: boolean }) {
-  return row.counting ? [row.version, row.touched, row.triggers] : undefined;
-}
-
 export const statements = {
   /** On the primary key. */
   byId: prepare({ id: param<string>() }, (p) =>
@@ -284,7 +214,7 @@ export const statements = {
       .onConflict((conflict) =>
         conflict
           .column('id')
-          .doUpdateSet({ ...bikeColumns(p), updated_at: sql`now()` })
+          .doUpdateSet(bikeColumns(p))
           .where(sql<boolean>`(${p.ifNoneMatch}::text[] IS NULL OR ${STATE} <> ALL(${p.ifNoneMatch}::text[]))`),
       )
       .returning(STORED_COLUMNS),
@@ -293,7 +223,7 @@ export const statements = {
   replace: prepare({ id: param<string>(), ...bikeParams(), ...conditionParams() }, (p) =>
     kysely
       .updateTable('bikes')
-      .set({ ...bikeColumns(p), updated_at: sql`now()` })
+      .set(bikeColumns(p))
       .where('id', '=', p.id)
       .where(meets(p))
       .returning(STORED_COLUMNS),
@@ -326,7 +256,6 @@ export const statements = {
         min_price_currency_code: eb.fn.coalesce(p.minPriceCurrencyCode, 'bikes.min_price_currency_code'),
         max_price_amount: eb.fn.coalesce(p.maxPriceAmount, 'bikes.max_price_amount'),
         max_price_currency_code: eb.fn.coalesce(p.maxPriceCurrencyCode, 'bikes.max_price_currency_code'),
-        updated_at: sql`now()`,
       }))
       .where('id', '=', p.id)
       .where(meets(p))
@@ -449,11 +378,6 @@ async function* inOneBatch(rows: BatchRow[]): AsyncGenerator<Bike[]> {
   if (rows.length > 0) yield rows.map(fromModelFields);
 }
 
-/** `%`, `_` and `\` in a search term match themselves (backslash is LIKE's escape character). */
-function escapeLike(term: string): string {
-  return term.replace(/[\\%_]/g, '\\$&');
-}
-
 /** A bike as stored, and its state (STATE): what its strong ETag names. */
 export interface StoredBike {
   bike: Bike;
@@ -520,6 +444,12 @@ export function createBikeRepository({ writes, reads = poolReads(writes) }: { wr
    */
   const missedBecause = async (id: string, when: WriteConditions) =>
     when.ifMatch || when.ifNoneMatch ? (await current(id)) && PRECONDITION_FAILED : null;
+  /** The catalog's version alone, when `current` says the client's copy of a list is of it (a 304). */
+  const unchangedFor = async (current: (version: string[]) => boolean) => {
+    const [state] = await statements.listVersion.run(reads.query, {});
+    const version = versionOf(state);
+    return version && current(version) ? { current: true as const, version, seen: seenOf(state) } : undefined;
+  };
 
   return {
     current,
@@ -581,6 +511,18 @@ export function createBikeRepository({ writes, reads = poolReads(writes) }: { wr
      * or, when a write came between, starts again in it. The batches are read as they are iterated;
      * stopping ends the snapshot.
      */
+    /**
+     * A page of GET /bikes (pages.ts): its bikes, where the next starts and the catalog's version;
+     * or, when the client may have it already, the version alone if `current` says it does.
+     */
+    async page(
+      request: PageRequest,
+      current?: (version: string[]) => boolean,
+    ): Promise<{ current: true; version: string[]; seen: Seen } | ({ current: false } & Page)> {
+      const unchanged = current && (await unchangedFor(current));
+      return unchanged || { current: false, ...(await readPage(reads.query, request)) };
+    },
+
     async list({
       titleContains = '',
       batchSize = LIST_BATCH_SIZE,
@@ -589,12 +531,9 @@ export function createBikeRepository({ writes, reads = poolReads(writes) }: { wr
       | { current: true; version: string[]; seen: Seen }
       | { current: false; version: string[] | undefined; seen: Seen; batches: AsyncGenerator<Bike[]> }
     > {
-      if (current) {
-        const [state] = await statements.listVersion.run(reads.query, {});
-        const version = versionOf(state);
-        if (version && current(version)) return { current: true, version, seen: seenOf(state) };
-      }
-      const pattern = titleContains ? `%${escapeLike(titleContains)}%` : undefined;
+      const unchanged = current && (await unchangedFor(current));
+      if (unchanged) return unchanged;
+      const pattern = titleContains ? containing(titleContains) : undefined;
       const batchAfter = (query: Query, after: string) =>
         pattern === undefined
           ? statements.batch.run(query, { after, limit: batchSize })

@@ -77,3 +77,11 @@ export function prepare<Params extends Record<string, RawBuilder<unknown>>, Row>
       ).rows,
   };
 }
+
+/**
+ * The LIKE pattern of the strings that contain `term` as it is: its `%`, `_` and `\` match
+ * themselves (backslash is LIKE's escape character).
+ */
+export function containing(term: string): string {
+  return `%${term.replace(/[\\%_]/g, '\\$&')}%`;
+}

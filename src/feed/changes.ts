@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import type { Bike } from '../bikes/bike';
 import { fromModelFields } from '../bikes/model';
-import { CATALOG_TRIGGERS, TRIGGERS_COUNTING } from '../bikes/repository';
+import { CATALOG_TRIGGERS, TRIGGERS_COUNTING } from '../bikes/catalog-version';
 import type { Query } from '../db/pool';
 import { kysely, param, prepare } from '../db/sql';
 

@@ -1,5 +1,6 @@
 import * as yup from 'yup';
 import { bike, bikeFields, patch, replacement } from '../bikes/bike';
+import { type PageFilters, SORTS } from '../bikes/pages';
 import { exampleOf } from '../bikes/yup';
 import type { RouteDeclaration } from './route';
 
@@ -41,6 +42,59 @@ const changesQuery = yup.object({
   limit: pageSize(MAX_CHANGES_PAGE),
 });
 
+/** Text in a query string: any but U+0000, which PostgreSQL cannot hold. */
+const queryText = () =>
+  yup
+    .string()
+    .typeError(WRONG_TYPE)
+    .strict()
+    // eslint-disable-next-line no-control-regex -- U+0000 is exactly what it excludes
+    .matches(/^[^\u0000]*$/, '${path} contains U+0000');
+
+/** The most bikes one page of GET /bikes gives, and how many when the client does not say. */
+export const MAX_PAGE = 250;
+export const DEFAULT_PAGE = 24;
+
+/** GET /bikes's filters, one schema each (pages.ts says what each means in SQL). */
+const pageFilters = {
+  vendor: queryText(),
+  productType: queryText(),
+  availableForSale: yup.boolean().typeError(WRONG_TYPE).strict(),
+  inStock: yup.boolean().typeError(WRONG_TYPE).strict(),
+  currency: queryText(),
+  minPrice: yup.number().typeError(WRONG_TYPE).strict(),
+  maxPrice: yup.number().typeError(WRONG_TYPE).strict(),
+  titleContains: queryText(),
+} satisfies Record<keyof PageFilters, yup.Schema<unknown>>;
+
+const browseParameters = {
+  ...pageFilters,
+  sort: yup.string().typeError(WRONG_TYPE).strict().oneOf(SORTS),
+  limit: pageSize(MAX_PAGE),
+  cursor: yup.string().typeError(WRONG_TYPE).strict().min(1),
+};
+
+/** A parameter's name as X-Invalid-Field may carry it: a plain name, never other bytes of the client's. */
+const PLAIN_NAME = /^[A-Za-z0-9_.[\]-]{1,64}$/;
+
+/**
+ * GET /bikes's query: its parameters, a price range only with its currency, and no parameter it
+ * does not know (a misspelt filter would otherwise widen the answer without a word).
+ */
+const browseQuery = yup
+  .object(browseParameters)
+  .test('price range in a currency', (query, context) =>
+    query.currency === undefined && (query.minPrice ?? query.maxPrice) !== undefined
+      ? context.createError({ path: `${context.path}.currency`, message: '${path} is required with a price range' })
+      : true,
+  )
+  .test('known parameters', (query, context) => {
+    const unknown = Object.keys(query).find((name) => !Object.hasOwn(browseParameters, name));
+    if (unknown === undefined) return true;
+    const named = PLAIN_NAME.test(unknown) ? `.${unknown}` : '';
+    return context.createError({ path: `${context.path}${named}`, message: 'an unknown parameter' });
+  });
+
 /** The search term: one `query` parameter (given twice it is a list, and refused), without U+0000. */
 const searchQuery = yup.object({
   query: yup
@@ -79,6 +133,52 @@ const EXAMPLE_TOKEN =
   'c2lnbmF0dXJlLW9mLWFuLWV4YW1wbGUtdG9rZW4';
 
 export const API_ROUTES = {
+  browseBikes: {
+    method: 'get',
+    path: '/bikes',
+    summary: 'Browse bikes: filtered, sorted, a page at a time',
+    description:
+      `A page of bikes (${DEFAULT_PAGE} unless \`limit\` says, at most ${MAX_PAGE}) that pass every filter given, ` +
+      'in the order `sort` names. While another page follows, `Link: <...>; rel="next"` gives its address, with ' +
+      'the cursor that starts it (keyset: each page costs the same however deep). `GET /bikes/` is the same route.',
+    input: input({ query: browseQuery }),
+    invalid: 400,
+    queryParameters: {
+      vendor: { description: 'Only this vendor (the whole string, case-sensitive).', example: 'Sentra Cycles' },
+      productType: { description: 'Only this product type (the whole string, case-sensitive).', example: 'Hybrid' },
+      availableForSale: { description: '`true` or `false`.', example: 'true' },
+      inStock: { description: '`true`: totalInventory above 0; `false`: 0 or less.', example: 'true' },
+      currency: {
+        description: "The minimum price's currency code; required with `minPrice` or `maxPrice`.",
+        example: 'USD',
+      },
+      minPrice: { description: 'The minimum price at least this (in `currency`).', example: '100' },
+      maxPrice: { description: 'The minimum price at most this (in `currency`).', example: '1000' },
+      titleContains: {
+        description: 'The title contains this text (case-sensitive; `%`, `_` and `\\` match themselves).',
+        example: 'Hybrid',
+      },
+      sort: {
+        description:
+          'The order: `created` (insertion order, the default), `title` (its first 200 characters, by code ' +
+          'point), `price` (by currency, then minimum price), `updatedAt` (when last changed); `-` before any ' +
+          'reverses it. Ties go by insertion order.',
+        example: 'price',
+      },
+      limit: { description: `Bikes per page, 1 to ${MAX_PAGE}; ${DEFAULT_PAGE} when absent.`, example: '24' },
+      cursor: {
+        description: 'Where the page starts: from the `Link` of the page before. Only with the same sort and filters.',
+        example: '',
+      },
+    },
+    responseHeaders: ['Catalog-Cursor', 'Link'],
+    ok: { description: 'A page of bikes', schema: BIKES, example: [EXAMPLE_BIKE] },
+    meanings: {
+      400:
+        'A parameter that is not valid (`X-Invalid-Field` names it), a price range without `currency`, a parameter ' +
+        'the route does not know, or a cursor of another sort or other filters, or not of this service.',
+    },
+  },
   listBikes: {
     method: 'get',
     path: '/bikes/all',

@@ -5,11 +5,12 @@ import { type Bike, deriveHandle } from '../bikes/bike';
 import { type BikeRepository, LIST_BATCH_SIZE, PRECONDITION_FAILED, type StoredBike } from '../bikes/repository';
 import { WriteOutcomeUnknown } from '../db/pool';
 import { type Change, changesAfter, pointAfterAll, pointOfSnapshot, START } from '../feed/changes';
-import type { API_ROUTES } from './api-routes';
+import { type API_ROUTES, DEFAULT_PAGE } from './api-routes';
 import { bikeJson, bikesJson } from './bike-json';
 import { type EntityTags, isFresh, setValidators } from './conditional';
 import { HttpError } from './errors';
 import type { FeedCursors } from './feed-cursor';
+import type { PageCursors } from './page-cursor';
 import { invalidFieldHeader } from './invalid-field';
 import type { Handlers } from './route';
 
@@ -100,7 +101,13 @@ async function writing<T>(path: string, write: Promise<T>): Promise<T> {
  * `bikes`, which may read a replica, unless the client asks for the primary with
  * `X-Read-From: primary` (to read its own writes); writes always go to the primary.
  */
-export function bikeHandlers(bikes: BikeRepository, onPrimary: BikeRepository, tags: EntityTags, feed: FeedCursors) {
+export function bikeHandlers(
+  bikes: BikeRepository,
+  onPrimary: BikeRepository,
+  tags: EntityTags,
+  feed: FeedCursors,
+  pages: PageCursors,
+) {
   /**
    * Where the read goes. While a replica answers for a primary that cannot be reached, the answer
    * says so (docs/decisions.md#reads-while-the-primary-is-away): X-Stale, with the commit time of
@@ -156,6 +163,33 @@ export function bikeHandlers(bikes: BikeRepository, onPrimary: BikeRepository, t
   }
 
   return {
+    /**
+     * A page of GET /bikes (docs/decisions.md#paged-listing): 304 before any row is read when the
+     * client's copy is current; `Link` to the next page while there is one.
+     */
+    async browseBikes(ctx, { query }) {
+      const { sort = 'created', limit = DEFAULT_PAGE, cursor, ...filters } = query;
+      const after = cursor === undefined ? undefined : pages.open(cursor, sort, filters);
+      if (cursor !== undefined && after === undefined) throw new HttpError(400, invalidFieldHeader('query.cursor'));
+      const request = { sort, filters, after, limit };
+      const tagOf = (version: string[]) => tags.list(...version, JSON.stringify(request));
+      const conditional = ctx.req.headers['if-none-match'] !== undefined;
+      const page = await reader(ctx).page(request, conditional ? (version) => isFresh(ctx, tagOf(version)) : undefined);
+      if (page.version) setValidators(ctx, tagOf(page.version));
+      ctx.set('Catalog-Cursor', feed.seal(pointOfSnapshot(page.seen.snapshot), page.seen));
+      if (page.current) {
+        ctx.status = 304;
+        return;
+      }
+      if (page.next) {
+        const next = new URLSearchParams(ctx.querystring);
+        next.set('cursor', pages.seal(sort, filters, page.next));
+        ctx.set('Link', `<${ctx.path}?${next}>; rel="next"`);
+      }
+      ctx.type = 'application/json';
+      ctx.body = bikesJson(page.bikes);
+    },
+
     async listBikes(ctx) {
       await sendList(ctx);
     },

@@ -117,6 +117,11 @@ export const HEADERS = {
       'it as `since` and you miss and repeat nothing. Opaque.',
     schema: text,
   },
+  Link: {
+    description:
+      'While another page follows, its address: `</bikes?...&cursor=...>; rel="next"` (RFC 8288). Absent on the last page.',
+    schema: text,
+  },
   'Write-Outcome': {
     description:
       '`unknown`: the database stopped answering while the write ran, so it may or may not have been ' +

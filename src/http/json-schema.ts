@@ -47,11 +47,13 @@ function convert(description: Description, components?: Record<string, JsonSchem
     return { $ref: `#/components/schemas/${name}` };
   }
   const tests = TESTS[description.type];
-  if (!tests || description.nullable || description.oneOf.length > 0) {
-    throw new Error(`OpenAPI: no translation for this ${description.type} schema`);
-  }
+  if (!tests || description.nullable) throw new Error(`OpenAPI: no translation for this ${description.type} schema`);
   const meaning = (description.meta as { description?: string } | undefined)?.description;
-  let schema: JsonSchema = { type: description.type, ...(meaning && { description: meaning }) };
+  let schema: JsonSchema = {
+    type: description.type,
+    ...(meaning && { description: meaning }),
+    ...(description.oneOf.length > 0 && { enum: description.oneOf }),
+  };
   if (description.fields) {
     const fields = Object.entries(description.fields);
     schema.properties = Object.fromEntries(fields.map(([key, field]) => [key, convert(field, components)]));

@@ -200,20 +200,30 @@ export interface RouteChecks {
 /** A number as a query string writes it: decimal, no exponent, no leading zero, no sign but minus. */
 const QUERY_NUMBER = /^-?(0|[1-9]\d{0,15})(\.\d{1,15})?$/;
 
+/** What a query parameter's text means, for a parameter declared of each type: undefined, no meaning. */
+const QUERY_VALUES: Partial<Record<string, (text: string) => unknown>> = {
+  number: (text) => (QUERY_NUMBER.test(text) ? Number(text) : undefined),
+  boolean: (text) => (text === 'true' ? true : text === 'false' ? false : undefined),
+};
+
 /**
- * The query as the route's input reads it: the value of a parameter its schema declares a number
- * (a page's size, a price) read as a number when it is written as one, the rest as sent (a value
- * that is not a number then fails the number's check: 400).
+ * The query as the route's input reads it (docs/decisions.md#query-parameters): the value of a
+ * parameter its schema declares a number or a boolean read as one when it is written as one (a
+ * page's size, a price, `true`), the rest as sent (a value that is not one then fails its
+ * schema's check: 400).
  */
 function queryReader(route: RouteDeclaration<unknown>) {
   const fields = describe(route.input).fields?.query?.fields ?? {};
-  const numbers = Object.keys(fields).filter((name) => fields[name].type === 'number');
-  if (numbers.length === 0) return (query: Koa.Context['query']) => query;
+  const typed = Object.entries(fields).flatMap(([name, { type }]) => {
+    const meaning = QUERY_VALUES[type];
+    return meaning ? [{ name, meaning }] : [];
+  });
+  if (typed.length === 0) return (query: Koa.Context['query']) => query;
   return (query: Koa.Context['query']) => {
     const read: Record<string, unknown> = { ...query };
-    for (const name of numbers) {
+    for (const { name, meaning } of typed) {
       const value = query[name];
-      if (typeof value === 'string' && QUERY_NUMBER.test(value)) read[name] = Number(value);
+      if (typeof value === 'string') read[name] = meaning(value) ?? value;
     }
     return read;
   };

@@ -31,10 +31,10 @@ describe('HTTP behaviour shared by every route', () => {
       ['PUT', '/bikes/by-handle/some-handle', ['GET', 'HEAD']],
       ['DELETE', '/bikes/by-handle/some-handle', ['GET', 'HEAD']],
       ['POST', `/bikes/${id}`, ['DELETE', 'GET', 'HEAD', 'PATCH', 'PUT']],
-      ['GET', '/bikes/', ['POST']],
-      ['GET', '/bikes', ['POST']],
-      ['PUT', '/bikes/', ['POST']],
-      ['DELETE', '/bikes', ['POST']],
+      ['PATCH', '/bikes/', ['GET', 'HEAD', 'POST']],
+      ['PATCH', '/bikes', ['GET', 'HEAD', 'POST']],
+      ['PUT', '/bikes/', ['GET', 'HEAD', 'POST']],
+      ['DELETE', '/bikes', ['GET', 'HEAD', 'POST']],
       ['PURGE', '/bikes/all', ['DELETE', 'GET', 'HEAD', 'PATCH', 'PUT']],
     ];
 
@@ -60,7 +60,7 @@ describe('HTTP behaviour shared by every route', () => {
   describe('OPTIONS', () => {
     it.each([
       ['/bikes/all', ['DELETE', 'GET', 'HEAD', 'PATCH', 'PUT']],
-      ['/bikes/', ['POST']],
+      ['/bikes/', ['GET', 'HEAD', 'POST']],
       [`/bikes/${unknownId()}`, ['DELETE', 'GET', 'HEAD', 'PATCH', 'PUT']],
       ['/api/user', ['POST']],
     ])('on %s answers 204 with Allow: %j', async (path, allowed) => {
