@@ -188,3 +188,14 @@ describe('reporting SQL against a seeded catalog', () => {
     ]);
   });
 });
+
+describe("the README's reporting queries", () => {
+  it('are the files the tests run, as written: each SQL block of the section one of test/ops/reports/*.sql, and each file shown', () => {
+    const readme = fs.readFileSync(path.join(__dirname, '..', '..', 'README.md'), 'utf8');
+    const section = readme.slice(readme.indexOf('## Reporting queries')).split(/\n## /)[0];
+    const blocks = [...section.matchAll(/```sql\n([\s\S]*?)```/g)].map(([, sql]) => sql);
+    const files = fs.readdirSync(REPORTS).map((name) => fs.readFileSync(path.join(REPORTS, name), 'utf8'));
+    expect(blocks.sort()).toEqual(files.sort());
+    expect(files.length).toBe(7);
+  });
+});
