@@ -26,8 +26,8 @@
  * throughput as a ratio to the baseline's in the same round, and the CPU time the server process
  * spent per request answered (user + system, all its threads, from /proc/<pid>/stat): on a
  * shared machine throughput swings, CPU per request much less. Then /bikes/all (time, memory,
- * compression, conditional GETs) and what the catalog version costs writers, and the goals of
- * issue 25 as met or missed. A default run takes about 12 minutes on 2 cores.
+ * compression, conditional GETs), what the catalog version costs writers, pages of GET /bikes
+ * (bench/browse.js), the change feed (bench/feed.js), and the goals as met or missed. A default run takes about 12 minutes on 2 cores.
  */
 const { execFileSync } = require('node:child_process');
 const { createHash, randomBytes } = require('node:crypto');
@@ -38,6 +38,8 @@ const path = require('node:path');
 const { parseArgs } = require('node:util');
 const autocannon = require('autocannon');
 const { Client } = require('pg');
+const { browseReport, measureBrowse } = require('./browse');
+const { measureFeed } = require('./feed');
 const { seedBikes } = require('./seed');
 const { bikeBody, median, sleep, startServer, table, tempWorkDir } = require('./support');
 
@@ -635,7 +637,8 @@ function goals(turns, all) {
   return lines.join('\n');
 }
 
-function report({ servers, turns, different, all, versionCost, samples, durability }) {
+function report({ servers, turns, different, all, versionCost, browse, feed, samples, durability }) {
+  const pages = browseReport(browse, { table, connections: CONNECTIONS });
   const cpuModel = /^model name\s*:\s*(.*)$/m.exec(fs.readFileSync('/proc/cpuinfo', 'utf8'))?.[1] ?? 'unknown';
   console.log(`
 Bike catalog benchmark: ${COUNT} bikes; ${ROUNDS} rounds of ${DURATION} s per load and server, in turns; reads on ${CONNECTIONS} connections, writes on ${WRITE_CONNECTIONS}; /bikes/all fetched ${FETCHES} times each
@@ -652,8 +655,15 @@ ${serviceTable(turns, samples)}
 
 ${allTables(all, versionCost)}
 
+GET /bikes, the service's pages beside its GET by id, in turns
+${pages.table}
+
+${feed.tables}
+
 Goals
 ${goals(turns, all)}
+${pages.goals.join('\n')}
+${feed.goals}
 `);
 }
 
@@ -792,10 +802,25 @@ async function measureAndReport(pg, workDir, samples, durability, setVersionTrig
     log('checking that every server answers as the baseline does');
     const different = await checkAnswers(servers, samples, token);
     const turns = await measureLoads(servers, samples, token, READS);
+    const byId = loadOf(samples, token, 'byId');
+    const browse = await measureBrowse({
+      service,
+      byId,
+      connections: CONNECTIONS,
+      rounds: ROUNDS,
+      duration: DURATION,
+      turn,
+      cannon,
+      log,
+    });
     const all = await measureAll(service, baseline, samples);
     Object.assign(turns, await measureLoads(servers, samples, token, WRITES));
     const versionCost = await measureVersionCost(service, samples, token, setVersionTrigger);
-    report({ servers, turns, different, all, versionCost, samples, durability });
+    const feed = await measureFeed(
+      { service, token, serviceEnv, workDir, adminUrl: pg.adminUrl, createLoad: loadOf(samples, token, 'create') },
+      { turn, cannon, log, connectionsOf, rounds: ROUNDS, duration: DURATION, quick: args.quick },
+    );
+    report({ servers, turns, different, all, versionCost, browse, feed, samples, durability });
   } catch (err) {
     // A server that stopped answering has usually exited: say which, and why it says it did.
     for (const server of servers) {

@@ -407,6 +407,21 @@ function targets(world: World): fc.Arbitrary<string> {
     { weight: 8, arbitrary: handleSegments(world).map((h) => `/bikes/by-handle/${h}`) },
     { weight: 8, arbitrary: searchQuery.map((q) => `/bikes/search/by-title${q}`) },
     { weight: 12, arbitrary: fc.constantFrom('/bikes', '/bikes/', '/Bikes/', '/bikes//', '/bikes?x=%00') },
+    {
+      weight: 4,
+      arbitrary: fc.constantFrom(
+        '/bikes?sort=-price&limit=3',
+        '/bikes?vendor=%00&sort=title',
+        '/bikes?cursor=not-a-cursor',
+        '/bikes?limit=99999999999999999999',
+        '/bikes?minPrice=1e400&currency=EUR',
+        '/bikes/changes',
+        '/bikes/changes/',
+        '/bikes/changes?since=garbage',
+        '/bikes/changes?limit=-1',
+        '/bikes/%63hanges',
+      ),
+    },
     { weight: 6, arbitrary: fc.constantFrom('/api/user', '/api/user/', '/api/user?username=x', '/API/USER') },
     {
       weight: 3,

@@ -5,6 +5,8 @@
  * | Route                         | Method     | Allowed                          | Why                                                                   |
  * |-------------------------------|------------|----------------------------------|-----------------------------------------------------------------------|
  * | /bikes/all                    | GET, HEAD  | 200                              | spec 1                                                                |
+ * | /bikes, /bikes/               | GET, HEAD  | 200, 400                         | decisions: Paged listing (an unknown parameter, a bad value or cursor: 400) |
+ * | /bikes/changes                | GET, HEAD  | 200, 400, 410                    | decisions: The change feed (a bad since: 400; one past the horizon: 410) |
  * | /bikes/search/by-title        | GET, HEAD  | 200, 400                         | spec 4; rule 5 (repeated `query`, U+0000: 400)                   |
  * | /bikes/by-handle/:handle      | GET, HEAD  | 200, 404                         | spec 3                                                                |
  * | /bikes/:id                    | GET, HEAD  | 200, 404                         | spec 2; rule 6 (not a UUID: 404)                                 |
@@ -45,6 +47,7 @@ const READ = (statuses: number[]): Table => ({ GET: statuses });
 
 export const ROUTES: Route[] = [
   { pattern: /^\/bikes\/all$/, methods: READ([200]) },
+  { pattern: /^\/bikes\/changes$/, methods: READ([200, 400, 410]) },
   { pattern: /^\/bikes\/search\/by-title$/, methods: READ([200, 400]) },
   { pattern: /^\/bikes\/by-handle\/[^/]+$/, methods: READ([200, 404]) },
   {
@@ -57,7 +60,11 @@ export const ROUTES: Route[] = [
     },
     protected: ['PUT', 'PATCH', 'DELETE'],
   },
-  { pattern: /^\/bikes$/, methods: { POST: [200, 400, 401, 403, 413, 415] }, protected: ['POST'] },
+  {
+    pattern: /^\/bikes$/,
+    methods: { GET: [200, 400], POST: [200, 400, 401, 403, 413, 415] },
+    protected: ['POST'],
+  },
   { pattern: /^\/api\/user$/, methods: { POST: [200, 400, 413, 415] } },
   { pattern: /^\/(healthz|readyz|openapi\.json|docs|docs\/swagger-initializer\.js)$/, methods: READ([200]) },
   { pattern: /^\/docs\/[^/]+$/, methods: READ([200, 404]) },
