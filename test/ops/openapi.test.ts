@@ -7,9 +7,10 @@ import { createTokens } from '../../src/auth/tokens';
 import { bikeFields, patch, replacement } from '../../src/bikes/bike';
 import { validate } from '../../src/bikes/yup';
 import { createBikeRepository } from '../../src/bikes/repository';
-import { connectPool } from '../../src/db/pool';
+import { connectPool, queryOn } from '../../src/db/pool';
 import { sharedLimit } from '../../src/db/rate-limits';
 import { databaseReadiness } from '../../src/db/readiness';
+import { liveFeed } from '../../src/feed/live';
 import { cursors } from '../../src/http/cursors';
 import { abuseLimits } from '../../src/http/limits';
 import { client, newBike } from '../support/bikes';
@@ -58,7 +59,7 @@ const HTTP_OWN_HEADERS = new Set([
  */
 const ALLOWED_STATUSES: Record<string, number[]> = {
   listBikes: [200, 304, 429, 431, 503],
-  bikeChanges: [200, 304, 400, 410, 431, 503],
+  bikeChanges: [200, 304, 400, 410, 429, 431, 503],
   getBike: [200, 304, 404, 431, 503],
   getBikeByHandle: [200, 304, 404, 431, 503],
   searchBikesByTitle: [200, 304, 400, 429, 431, 503],
@@ -143,8 +144,10 @@ describe('GET /openapi.json', () => {
         readiness: databaseReadiness(pool),
         limits: abuseLimits(
           { tokens: sharedLimit(pool, 'tokens', 1_000), writes: sharedLimit(pool, 'writes', 1_000) },
-          10,
+          { listStreams: 10, eventStreams: 10 },
         ),
+        live: liveFeed(queryOn(pool), { onError: () => undefined }),
+        maxEventStreams: 10,
       });
       const routers = app.middleware
         .map((middleware) => (middleware as { router?: Router }).router)
