@@ -27,7 +27,8 @@
  * spent per request answered (user + system, all its threads, from /proc/<pid>/stat): on a
  * shared machine throughput swings, CPU per request much less. Then /bikes/all (time, memory,
  * compression, conditional GETs), what the catalog version costs writers, pages of GET /bikes
- * (bench/browse.js), the change feed (bench/feed.js), and the goals as met or missed. A default run takes about 12 minutes on 2 cores.
+ * (bench/browse.js), the change feed (bench/feed.js), commit to event on another instance
+ * (bench/live.js), and the goals as met or missed. A default run takes about 12 minutes on 2 cores.
  */
 const { execFileSync } = require('node:child_process');
 const { createHash, randomBytes } = require('node:crypto');
@@ -40,6 +41,7 @@ const autocannon = require('autocannon');
 const { Client } = require('pg');
 const { browseReport, measureBrowse } = require('./browse');
 const { measureFeed } = require('./feed');
+const { liveReport, measureLive } = require('./live');
 const { seedBikes } = require('./seed');
 const { bikeBody, median, sleep, startServer, table, tempWorkDir } = require('./support');
 
@@ -637,7 +639,7 @@ function goals(turns, all) {
   return lines.join('\n');
 }
 
-function report({ servers, turns, different, all, versionCost, browse, feed, samples, durability }) {
+function report({ servers, turns, different, all, versionCost, browse, feed, live, samples, durability }) {
   const pages = browseReport(browse, { table, connections: CONNECTIONS });
   const cpuModel = /^model name\s*:\s*(.*)$/m.exec(fs.readFileSync('/proc/cpuinfo', 'utf8'))?.[1] ?? 'unknown';
   console.log(`
@@ -659,6 +661,8 @@ GET /bikes, the service's pages beside its GET by id, in turns
 ${pages.table}
 
 ${feed.tables}
+
+${liveReport(live)}
 
 Goals
 ${goals(turns, all)}
@@ -820,7 +824,8 @@ async function measureAndReport(pg, workDir, samples, durability, setVersionTrig
       { service, token, serviceEnv, workDir, adminUrl: pg.adminUrl, createLoad: loadOf(samples, token, 'create') },
       { turn, cannon, log, connectionsOf, rounds: ROUNDS, duration: DURATION, quick: args.quick },
     );
-    report({ servers, turns, different, all, versionCost, browse, feed, samples, durability });
+    const live = await measureLive({ databaseUrl: pg.adminUrl, jwtSecret, workDir });
+    report({ servers, turns, different, all, versionCost, browse, feed, live, samples, durability });
   } catch (err) {
     // A server that stopped answering has usually exited: say which, and why it says it did.
     for (const server of servers) {

@@ -10,6 +10,7 @@ import { feedCursors } from './http/feed-cursor';
 import { pageCursors } from './http/page-cursor';
 import { docsRouter } from './http/docs-router';
 import { errorHandler } from './http/errors';
+import { changeStreams, HEARTBEAT_MS } from './http/event-stream';
 import type { Readiness } from './db/readiness';
 import { healthRouter, metricsRouter } from './http/health-router';
 import { methodNotAllowed } from './http/method-not-allowed';
@@ -20,6 +21,7 @@ import { corsHeadersOf, routerOf } from './http/route';
 import { tokenHandlers } from './http/token-handlers';
 import type { Logger } from './logger';
 import type { AbuseLimits } from './http/limits';
+import type { LiveFeed } from './feed/live';
 
 export interface AppDeps {
   /** Reads may come from a replica. */
@@ -42,6 +44,12 @@ export interface AppDeps {
   trustedProxies?: number;
   /** False when METRICS_PORT serves /metrics on a listener of its own (metricsApp). */
   servesMetrics?: boolean;
+  /** The changes as they commit, for event streams (docs/decisions.md#live-updates). */
+  live: LiveFeed;
+  /** MAX_EVENT_STREAMS: event streams this instance keeps open at once. */
+  maxEventStreams: number;
+  /** How often an event stream gets a comment (HEARTBEAT_MS; tests shorten it). */
+  heartbeatMs?: number;
 }
 
 /**
@@ -71,6 +79,9 @@ export function createApp({
   limits,
   trustedProxies = 0,
   servesMetrics = true,
+  live,
+  maxEventStreams,
+  heartbeatMs = HEARTBEAT_MS,
 }: AppDeps): Koa {
   // The client (ctx.ip) is the entry the outermost of our proxies appended to X-Forwarded-For:
   // the entries before it are whatever the client sent (docs/decisions.md#trusted-proxies).
@@ -103,11 +114,13 @@ export function createApp({
   app.use(errorHandler(logger));
   app.use(methodNotAllowed());
   const tags = entityTags(catalogIdentity);
+  const feed = feedCursors(cursors, catalogIdentity);
+  const streams = changeStreams(live, feed, limits, { maxStreams: maxEventStreams, heartbeatMs });
   const routers = [
     routerOf(
       API_ROUTES,
       {
-        ...bikeHandlers(bikes, bikesOnPrimary, tags, feedCursors(cursors, catalogIdentity), pageCursors(cursors)),
+        ...bikeHandlers(bikes, bikesOnPrimary, tags, feed, pageCursors(cursors), streams),
         ...tokenHandlers(tokens),
       },
       {

@@ -39,6 +39,11 @@ export interface Config {
   trustedProxies: number;
   /** CHANGES_RETENTION_DAYS: how long the change log keeps a change (docs/decisions.md#the-change-feed). */
   changesRetentionDays: number;
+  /**
+   * MAX_EVENT_STREAMS: event streams this instance keeps open at once, every client's together
+   * (docs/decisions.md#bounds-on-event-streams).
+   */
+  maxEventStreams: number;
 }
 
 export interface Limits {
@@ -48,6 +53,8 @@ export interface Limits {
   writesPerMinute: number;
   /** MAX_LIST_STREAMS: /bikes/all and search answers one client may be receiving at once, per instance. */
   listStreams: number;
+  /** MAX_EVENT_STREAMS_PER_CLIENT: event streams (GET /bikes/changes) one client may have open at once, per instance. */
+  eventStreams: number;
 }
 
 export class ConfigError extends Error {}
@@ -146,6 +153,7 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env, { signsTokens =
     tokensPerMinute: limit('RATE_LIMIT_TOKENS', 1_200),
     writesPerMinute: limit('RATE_LIMIT_WRITES', 100_000),
     listStreams: limit('MAX_LIST_STREAMS', 16),
+    eventStreams: limit('MAX_EVENT_STREAMS_PER_CLIENT', 16),
   };
   return {
     port,
@@ -161,6 +169,7 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env, { signsTokens =
     limits,
     trustedProxies: trustedProxies(nonEmpty(env.TRUST_PROXY)),
     changesRetentionDays: limit('CHANGES_RETENTION_DAYS', 30),
+    maxEventStreams: limit('MAX_EVENT_STREAMS', 1_000),
   };
 }
 

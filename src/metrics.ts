@@ -3,7 +3,8 @@ import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom
 
 /**
  * What GET /metrics shows, in Prometheus's text format: requests by route template and status,
- * their latency, the database pools, database errors, the replica, and the process itself.
+ * their latency, the event streams open, the database pools, database errors, the replica, and
+ * the process itself.
  * Any layer may record here; this module depends on nothing of ours.
  */
 export const registry = new Registry();
@@ -37,6 +38,12 @@ export const databaseReads = new Counter({
 export const replicaLag = new Gauge({
   name: 'db_replica_lag_seconds',
   help: 'How far the replica is behind the primary, as of the last check (0 without a replica)',
+  registers: [registry],
+});
+
+export const eventStreams = new Gauge({
+  name: 'http_event_streams',
+  help: 'Event streams open: GET /bikes/changes answered as text/event-stream, until each ends',
   registers: [registry],
 });
 

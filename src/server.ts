@@ -20,6 +20,7 @@ import { listen } from './http/listener';
 import { createLogger, type LogFormat, type Logger } from './logger';
 import { type DatabaseServer, openDatabaseServer } from './postgres/database-server';
 import { pruneChanges } from './feed/changes';
+import { liveFeed } from './feed/live';
 import { watchPool } from './metrics';
 import { withinTime } from './timeout';
 
@@ -33,6 +34,12 @@ const PRUNE_CHANGES_EVERY_MS = 60 * 1000;
 const POOL_CLOSE_MS = 1_000;
 /** How long start-up waits for an external database to accept connections. */
 const DATABASE_WAIT_MS = 30_000;
+
+/** Timings a test shortens; the service runs with the defaults. */
+export interface ServiceTuning {
+  /** How often an event stream gets a comment (HEARTBEAT_MS in src/http/event-stream.ts). */
+  heartbeatMs?: number;
+}
 
 export interface Service {
   port: number;
@@ -65,7 +72,7 @@ async function closeWithin(pool: Pool, logger: Logger): Promise<void> {
   if (result === 'timeout') logger.warn('database pool did not close in time');
 }
 
-export async function startService(config: Config, logger: Logger): Promise<Service> {
+export async function startService(config: Config, logger: Logger, tuning: ServiceTuning = {}): Promise<Service> {
   const databaseServer = await openDatabaseServer(config, logger);
   const pools: ServicePool[] = [];
   const connect = (name: string, url: string) => {
@@ -119,6 +126,15 @@ export async function startService(config: Config, logger: Logger): Promise<Serv
       );
     }, PRUNE_CHANGES_EVERY_MS);
     pruningChanges.unref();
+    // Event streams read the primary: a replica's delay would be theirs
+    // (docs/decisions.md#streams-read-the-primary).
+    const live = liveFeed(bikesOnPrimary.reads.query, {
+      onError: (err) =>
+        logger.warn(
+          { err: err instanceof Error ? err.message : String(err) },
+          'reading the change log for event streams failed; trying again',
+        ),
+    });
     const app = createApp({
       bikes: createBikeRepository({ writes: primary, reads: replica }),
       bikesOnPrimary,
@@ -128,9 +144,12 @@ export async function startService(config: Config, logger: Logger): Promise<Serv
       logger,
       readiness: databaseReadiness(primary),
       corsOrigin: config.corsOrigin,
-      limits: abuseLimits(rates, config.limits.listStreams),
+      limits: abuseLimits(rates, config.limits),
       trustedProxies: config.trustedProxies,
       servesMetrics: config.metricsPort === undefined,
+      live,
+      maxEventStreams: config.maxEventStreams,
+      heartbeatMs: tuning.heartbeatMs,
     });
     const listener = await listen(app.callback(), config.port);
     const metricsListener =
@@ -144,7 +163,11 @@ export async function startService(config: Config, logger: Logger): Promise<Serv
       async stop() {
         clearInterval(pruning);
         clearInterval(pruningChanges);
-        await Promise.all([listener.close(SHUTDOWN_GRACE_MS), metricsListener?.close(SHUTDOWN_GRACE_MS)]);
+        const closing = Promise.all([listener.close(SHUTDOWN_GRACE_MS), metricsListener?.close(SHUTDOWN_GRACE_MS)]);
+        // Event streams never end by themselves: each ends now, with a hint to reconnect
+        // (docs/decisions.md#when-a-stream-ends).
+        await live.close();
+        await closing;
         replica?.stop();
         identity.stop();
         rates.tokens.stop();

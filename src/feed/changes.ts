@@ -160,9 +160,10 @@ const PRUNE_BATCHES = 100;
 const prune = prepare({ days: param<number>(), maxRows: param<number>() }, (p) =>
   kysely
     .selectFrom(
-      sql<{ looked_at: number; deleted: number }>`prune_bike_changes(now() - make_interval(days => ${p.days}), ${p.maxRows})`.as(
-        'pruned',
-      ),
+      sql<{
+        looked_at: number;
+        deleted: number;
+      }>`prune_bike_changes(now() - make_interval(days => ${p.days}), ${p.maxRows})`.as('pruned'),
     )
     .select(['looked_at', 'deleted']),
 );
@@ -256,4 +257,12 @@ export function pointAfterAll(from: FeedPoint, changes: Change[], state: LogStat
   if (changes.length > 0) return changes[changes.length - 1].point;
   if (!isBefore(from.position, state.complete)) return from;
   return pointAfter(state.complete, from.snapshot);
+}
+
+/**
+ * Where a reader at `from` stands once it has a page of at most `limit` changes: a page that was
+ * not full held every change up to what the log has completed, so the reader stands there.
+ */
+export function pointAfterPage(from: FeedPoint, changes: Change[], limit: number, state: LogState): FeedPoint {
+  return changes.length === limit ? changes[changes.length - 1].point : pointAfterAll(from, [], state);
 }

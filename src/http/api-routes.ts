@@ -36,11 +36,11 @@ const pageSize = (max: number) =>
 /** The most changes one page of the feed gives. */
 export const MAX_CHANGES_PAGE = 1000;
 
-/** GET /bikes/changes: where to go on from (a cursor the service gave), and how many at most. */
-const changesQuery = yup.object({
-  since: yup.string().typeError(WRONG_TYPE).strict().min(1),
-  limit: pageSize(MAX_CHANGES_PAGE),
-});
+/** A cursor the service gave, as a client sends it back. */
+const cursor = () => yup.string().typeError(WRONG_TYPE).strict().min(1);
+
+/** GET /bikes/changes: where to go on from, and how many at most (a page; a stream gives every change). */
+const changesQuery = yup.object({ since: cursor(), limit: pageSize(MAX_CHANGES_PAGE) });
 
 /** Text in a query string: any but U+0000, which PostgreSQL cannot hold. */
 const queryText = () =>
@@ -127,6 +127,7 @@ const EXAMPLE_BIKE = exampleOf(bike);
 const EXAMPLE_PATCH = { totalInventory: 7, availableForSale: false };
 const EXAMPLE_CURSOR = 'eyJrIjoiZmVlZCIsImkiOiJBQkNEIiwidCI6IkVGR0giLCJwIjpbIjc0MiIsIjEzIl19.c2lnbmF0dXJlLW9mLWl0';
 const EXAMPLE_CHANGE = { cursor: EXAMPLE_CURSOR, type: 'upsert', id: EXAMPLE_BIKE.id, bike: EXAMPLE_BIKE };
+const EXAMPLE_EVENTS = `retry: 2417\n\nid: ${EXAMPLE_CURSOR}\ndata: ${JSON.stringify(EXAMPLE_CHANGE)}\n\n: keep-alive\n\n`;
 // An illustration only: a token of this shape, signed with no real secret.
 const EXAMPLE_TOKEN =
   'eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJ1c2VybmFtZSI6ImFsaWNlIiwiaWF0IjoxNzY0MDAwMDAwLCJleHAiOjE3NjQwMDE4MDB9.' +
@@ -195,24 +196,43 @@ export const API_ROUTES = {
     summary: 'Follow the changes to the catalog',
     description:
       'The changes after a cursor, oldest first: each an `upsert` (the whole bike as it is after it) or a ' +
-      '`delete` (its id), with the cursor to go on from. Pass the last one\'s `cursor` as `since` for the next ' +
+      "`delete` (its id), with the cursor to go on from. Pass the last one's `cursor` as `since` for the next " +
       'page; `[]` means caught up. Without `since`, from the oldest change kept. Every list answers with ' +
       '`Catalog-Cursor`, the point its rows are consistent with: follow from it and nothing is missed or repeated. ' +
-      'A bike\'s changes come in the order they were committed, and a change comes only once no transaction that ' +
+      "A bike's changes come in the order they were committed, and a change comes only once no transaction that " +
       'could still write one before it is running. A cursor older than what is kept, or of another history of the ' +
-      'catalog (a restore), is 410: list again.',
-    input: input({ query: changesQuery }),
+      'catalog (a restore), is 410: list again. With `Accept: text/event-stream` (an EventSource), the same ' +
+      'changes as Server-Sent Events, as they commit, through any instance.',
+    input: input({ query: changesQuery, headers: yup.object({ 'last-event-id': cursor() }) }),
     invalid: 400,
     queryParameters: {
       since: { description: 'A cursor from a change or a Catalog-Cursor header. Absent: from the start.', example: '' },
-      limit: { description: `The most changes to give, 1 to ${MAX_CHANGES_PAGE}; 100 when absent.`, example: '100' },
+      limit: {
+        description: `The most changes a page gives, 1 to ${MAX_CHANGES_PAGE}; 100 when absent. A stream gives them all.`,
+        example: '100',
+      },
     },
     responseHeaders: ['Catalog-Cursor'],
     alsoAnswers: [410],
+    eventStream: {
+      description:
+        'Each change as an event once it has committed (on any instance): `id` its cursor, `data` the change as ' +
+        'a page gives it. An EventSource resumes after the last event it got (Last-Event-ID). A comment every ' +
+        '15 s keeps proxies from closing the stream; a `retry:` line says when to reconnect, at its start and ' +
+        'when the server ends it (shutting down, or the log no longer followable from it: reconnecting then ' +
+        'gives 503 or 410).',
+      example: EXAMPLE_EVENTS,
+    },
     ok: { description: 'The changes, oldest first', schema: CHANGES, example: [EXAMPLE_CHANGE] },
     meanings: {
-      400: '`since` is not a cursor of this service (tampered, or of a sort of page), or `limit` is not 1 to 1000.',
+      400:
+        '`since` or `Last-Event-ID` is not a cursor of this service (tampered, or of a sort of page), or `limit` is ' +
+        'not 1 to 1000.',
       410: 'The cursor is older than the changes kept, or of another history of the catalog: list again.',
+      429: 'This client has as many event streams open on this instance as it may; retry after Retry-After seconds.',
+      503:
+        'The database is not answering, or a capture trigger is off (the log may lack changes), or this instance ' +
+        'has as many event streams open as it takes; retry after Retry-After seconds.',
     },
   },
   getBike: {

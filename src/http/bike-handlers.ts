@@ -4,24 +4,19 @@ import type Koa from 'koa';
 import { type Bike, deriveHandle } from '../bikes/bike';
 import { type BikeRepository, LIST_BATCH_SIZE, PRECONDITION_FAILED, type StoredBike } from '../bikes/repository';
 import { WriteOutcomeUnknown } from '../db/pool';
-import { type Change, changesAfter, pointAfterAll, pointOfSnapshot, START } from '../feed/changes';
+import { changesAfter, pointAfterAll, pointOfSnapshot, START } from '../feed/changes';
 import { type API_ROUTES, DEFAULT_PAGE } from './api-routes';
-import { bikeJson, bikesJson } from './bike-json';
+import { bikeJson, bikesJson, changeJson } from './bike-json';
 import { type EntityTags, isFresh, setValidators } from './conditional';
 import { HttpError } from './errors';
-import type { FeedCursors } from './feed-cursor';
+import { type ChangeStreams, wantsEventStream } from './event-stream';
+import { type FeedCursors, type OpenedCursor, refusal } from './feed-cursor';
 import type { PageCursors } from './page-cursor';
 import { invalidFieldHeader } from './invalid-field';
 import type { Handlers } from './route';
 
 /** A page of the change feed, when the client does not say: GET /bikes/changes. */
 const CHANGES_PAGE = 100;
-
-/** A change as the feed gives it: the bike's bytes as every other route writes them. */
-function changeJson(change: Change, cursor: string): string {
-  const head = `{"cursor":${JSON.stringify(cursor)},"type":"${change.kind}","id":"${change.id}"`;
-  return change.bike ? `${head},"bike":${bikeJson(change.bike)}}` : `${head}}`;
-}
 
 /**
  * Sends the bikes as one JSON array. A result that fits in one batch goes out as one plain body
@@ -107,6 +102,7 @@ export function bikeHandlers(
   tags: EntityTags,
   feed: FeedCursors,
   pages: PageCursors,
+  streams: ChangeStreams,
 ) {
   /**
    * Where the read goes. While a replica answers for a primary that cannot be reached, the answer
@@ -162,6 +158,14 @@ export function bikeHandlers(
     await sendBikeArray(ctx, list.batches, LIST_BATCH_SIZE);
   }
 
+  /** The cursor a client sent as `field`, opened; 400 naming the field when it is not one of ours. */
+  function openCursor(cursor: string | undefined, field: string): OpenedCursor | undefined {
+    if (cursor === undefined) return undefined;
+    const opened = feed.open(cursor);
+    if (opened === undefined) throw new HttpError(400, invalidFieldHeader(field));
+    return opened;
+  }
+
   return {
     /**
      * A page of GET /bikes (docs/decisions.md#paged-listing): 304 before any row is read when the
@@ -201,15 +205,19 @@ export function bikeHandlers(
     /**
      * The changes after the point `since` names (docs/decisions.md#the-change-feed), read where
      * the reads go; a cursor of another history of the catalog, or before what the log keeps, is
-     * 410; none while a capture trigger is off (503: the log may lack changes).
+     * 410; none while a capture trigger is off (503: the log may lack changes). To a client that
+     * asks for `text/event-stream`, a stream of them as they commit, resumed after Last-Event-ID
+     * when it sends one (docs/decisions.md#live-updates).
      */
-    async bikeChanges(ctx, { query }) {
-      const opened = query.since === undefined ? undefined : feed.open(query.since);
-      if (query.since !== undefined && opened === undefined) throw new HttpError(400, invalidFieldHeader('query.since'));
-      const from = opened?.point ?? START;
+    async bikeChanges(ctx, { query, headers }) {
+      const since = openCursor(query.since, 'query.since');
+      if (wantsEventStream(ctx)) {
+        return streams.serve(ctx, openCursor(headers['last-event-id'], 'headers.last-event-id') ?? since);
+      }
+      const from = since?.point ?? START;
       const { changes, state } = await changesAfter(reader(ctx).reads.query, from, query.limit ?? CHANGES_PAGE);
-      if (!state.counting) throw new HttpError(503);
-      if (opened && !opened.isCurrent(state)) throw new HttpError(410);
+      const refused = refusal(since, state);
+      if (refused !== undefined) throw new HttpError(refused);
       ctx.set('Catalog-Cursor', feed.seal(pointAfterAll(from, changes, state), state));
       ctx.set('Cache-Control', 'no-store');
       ctx.type = 'application/json';

@@ -1,5 +1,6 @@
 import fastJson from 'fast-json-stringify';
 import { bike } from '../bikes/bike';
+import type { Change } from '../feed/changes';
 import { toJsonSchema } from './json-schema';
 
 /**
@@ -8,3 +9,9 @@ import { toJsonSchema } from './json-schema';
  */
 export const bikeJson = fastJson(toJsonSchema(bike));
 export const bikesJson = fastJson({ type: 'array', items: toJsonSchema(bike) });
+
+/** A change as the feed gives it, in a page and in an event alike: the bike's bytes as every other route writes them. */
+export function changeJson(change: Change, cursor: string): string {
+  const head = `{"cursor":${JSON.stringify(cursor)},"type":"${change.kind}","id":"${change.id}"`;
+  return change.bike ? `${head},"bike":${bikeJson(change.bike)}}` : `${head}}`;
+}

@@ -30,15 +30,18 @@ function statusOf(err: unknown): number {
 const KEPT = new Set(KEPT_ON_ERRORS.map((name) => name.toLowerCase()));
 
 /**
- * The headers as they were (`before`, a copy taken earlier), and those of the request's own that
- * an error answer keeps (KEPT): the others set since are removed, those changed or removed since
- * are put back.
+ * The headers as they were (`before`, a copy taken earlier), those of the request's own that
+ * an error answer keeps (KEPT), and Vary as the request left it: the others set since are
+ * removed, those changed or removed since are put back.
  */
 function restoreHeaders(ctx: Koa.Context, before: OutgoingHttpHeaders): void {
+  const vary = ctx.response.get('Vary');
   for (const name of ctx.res.getHeaderNames()) if (!KEPT.has(name)) ctx.remove(name);
   for (const [name, value] of Object.entries(before)) {
     if (value !== undefined) ctx.set(name, typeof value === 'number' ? String(value) : value);
   }
+  // The fields that chose the answer chose its error too: GET /bikes/changes is 429 to an event stream only.
+  if (vary) ctx.set('Vary', vary);
 }
 
 /**

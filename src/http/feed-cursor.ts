@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import * as yup from 'yup';
 import { check } from '../bikes/yup';
-import { type FeedPoint, isFollowable, type Position } from '../feed/changes';
+import { type FeedPoint, isFollowable, type LogState, type Position } from '../feed/changes';
 import type { Cursors } from './cursors';
 
 /**
@@ -12,7 +12,11 @@ import type { Cursors } from './cursors';
  * may lack changes it needs (410, relist).
  */
 
-const digits = yup.string().strict().defined().matches(/^-?\d{1,19}$/);
+const digits = yup
+  .string()
+  .strict()
+  .defined()
+  .matches(/^-?\d{1,19}$/);
 
 const payload = yup
   .object({
@@ -29,8 +33,16 @@ const payload = yup
   .strict()
   .defined();
 
+const markOf = (triggers: string) => createHash('sha1').update(triggers).digest('base64url').slice(0, 12);
+
+/** The last state marked, and its mark: every event stream checks every state the live feed reads (live.ts). */
+let marked = { triggers: '', mark: markOf('') };
+
 /** The triggers' state, short: what a cursor remembers of it. */
-export const triggersMark = (triggers: string) => createHash('sha1').update(triggers).digest('base64url').slice(0, 12);
+export function triggersMark(triggers: string): string {
+  if (marked.triggers !== triggers) marked = { triggers, mark: markOf(triggers) };
+  return marked.mark;
+}
 
 /** What the log says of itself when a cursor is made or opened. */
 export interface LogMarks {
@@ -50,7 +62,26 @@ export interface OpenedCursor {
 
 const positionOf = ([txid, changeId]: [string, string]): Position => ({ txid, changeId });
 
+/**
+ * Why the feed cannot go on from `cursor` (none: from the start) with the log in `state`
+ * (docs/decisions.md#the-change-feed): 503 while a capture trigger is off, as the log may lack
+ * changes; 410 for a cursor that cannot be followed (another history of the catalog, the capture
+ * switched off and on since, pruning passed it). Undefined when it can.
+ */
+export function refusal(cursor: OpenedCursor | undefined, state: LogState): 503 | 410 | undefined {
+  if (!state.counting) return 503;
+  if (cursor && !cursor.isCurrent(state)) return 410;
+  return undefined;
+}
+
 export function feedCursors(cursors: Cursors, identity: () => string) {
+  /** A cursor of `point`, made in the catalog `made`, with the capture marked `triggers` and pruning at `horizon`. */
+  const opened = (point: FeedPoint, made: string, triggers: string, horizon: Position): OpenedCursor => ({
+    point,
+    isCurrent: (log) =>
+      made === identity() && triggers === triggersMark(log.triggers) && isFollowable(point, horizon, log.horizon),
+  });
+
   return {
     seal(point: FeedPoint, log: LogMarks): string {
       return cursors.seal({
@@ -68,12 +99,11 @@ export function feedCursors(cursors: Cursors, identity: () => string) {
       if (!checked.valid) return undefined;
       const { i, t, h, p, s } = checked.value;
       const position = positionOf(p);
-      const point = s === undefined ? { position } : { position, snapshot: s };
-      return {
-        point,
-        isCurrent: (log) =>
-          i === identity() && t === triggersMark(log.triggers) && isFollowable(point, positionOf(h), log.horizon),
-      };
+      return opened(s === undefined ? { position } : { position, snapshot: s }, i, t, positionOf(h));
+    },
+    /** The cursor of `point` as seal() would make it now and open() give it back: what a stream goes on from. */
+    current(point: FeedPoint, log: LogMarks): OpenedCursor {
+      return opened(point, identity(), triggersMark(log.triggers), log.horizon);
     },
   };
 }

@@ -71,7 +71,10 @@ export const HEADERS = {
       'list. A compressed answer\'s strong tag ends in its coding (`-gzip"`, `-br"`) and stands for the same state.',
     schema: text,
   },
-  'Cache-Control': { description: '`no-cache`: revalidate before using a stored copy.', schema: text },
+  'Cache-Control': {
+    description: '`no-cache`: revalidate before using a stored copy; `no-store` on the change feed: keep none.',
+    schema: text,
+  },
   'X-Stale': {
     description:
       'Only while the primary cannot be reached and a replica answers: `as-of=<ISO time of the newest commit ' +
@@ -121,6 +124,16 @@ export const HEADERS = {
     description:
       'While another page follows, its address: `</bikes?...&cursor=...>; rel="next"` (RFC 8288). Absent on the last page.',
     schema: text,
+  },
+  'Last-Event-ID': {
+    description:
+      'On an event stream: the `id` of the last event you received, which your EventSource sends when it ' +
+      'reconnects; the stream resumes after it (over `since`). A value that is not a cursor of this service: 400.',
+    schema: text,
+  },
+  'X-Accel-Buffering': {
+    description: '`no` on an event stream: a proxy in front (nginx) passes each event on as it comes.',
+    schema: { type: 'string', enum: ['no'] },
   },
   'Write-Outcome': {
     description:

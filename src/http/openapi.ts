@@ -167,7 +167,15 @@ function buildDocument() {
         200: {
           description: route.ok.description,
           headers: headerObjects(headers.ok),
-          content: json(route.ok.schema, route.ok.example),
+          content: {
+            ...json(route.ok.schema, route.ok.example),
+            ...(route.eventStream && {
+              'text/event-stream': {
+                schema: { type: 'string', description: route.eventStream.description },
+                example: route.eventStream.example,
+              },
+            }),
+          },
         },
         ...(read && { 304: NOT_MODIFIED }),
         ...errorResponses(route),

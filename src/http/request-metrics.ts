@@ -15,16 +15,21 @@ function seriesOf(method: string, route: string, status: number) {
 /**
  * Times every request, by method, status and the route's template (/bikes/:id), never the raw
  * path, so the number of series stays bounded; what matched no route is "unmatched". The
- * histogram's `_count` is the count of requests.
+ * histogram's `_count` is the count of requests. An event stream lasts as long as its client
+ * stays: it is timed to its opening, counted when it ends (the gauge http_event_streams counts
+ * those open).
  */
 export function requestMetrics(): Koa.Middleware {
   return async (ctx, next) => {
     const started = process.hrtime.bigint();
+    let opened: bigint | undefined;
     ctx.res.once('close', () => {
       const route = (ctx as { _matchedRoute?: unknown })._matchedRoute;
-      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+      const seconds = Number((opened ?? process.hrtime.bigint()) - started) / 1e9;
       seriesOf(ctx.method, typeof route === 'string' ? route : 'unmatched', ctx.status).observe(seconds);
     });
     await next();
+    // An event stream writes itself (event-stream.ts), and goes on after this.
+    if (ctx.respond === false) opened = process.hrtime.bigint();
   };
 }

@@ -72,6 +72,13 @@ export interface RouteDeclaration<Input> {
   meanings?: Partial<Record<ErrorStatus, string>>;
   /** False for a route that never reads the database (no 503). */
   database?: false;
+  /**
+   * The route also answers a stream of Server-Sent Events, to a client that accepts
+   * `text/event-stream` (docs/decisions.md#live-updates): what the stream is, and an example of it,
+   * for the OpenAPI document. Its answers vary on Accept; it reads Last-Event-ID; a client with
+   * too many streams open is 429.
+   */
+  eventStream?: { description: string; example: string };
 }
 
 /**
@@ -100,7 +107,8 @@ export function hasBody(route: RouteDeclaration<unknown>): boolean {
  * The error statuses of a route, from its declaration: 401 and 403 with a token; 413 and the
  * status for bad input with a body; that status with query parameters; 404 with a path
  * parameter (an id that is not a UUID, a handle no bike has); 412 with preconditions; 429 with a
- * limit; 503 where the database is needed, and 504 where it writes (an outcome unknown).
+ * limit or an event stream; 503 where the database is needed, and 504 where it writes (an
+ * outcome unknown).
  */
 export function errorStatusesOf(route: RouteDeclaration<unknown>): ErrorStatus[] {
   const statuses = new Set<ErrorStatus>();
@@ -111,7 +119,7 @@ export function errorStatusesOf(route: RouteDeclaration<unknown>): ErrorStatus[]
   if (route.path.includes('/:')) statuses.add(404);
   if (route.preconditions) statuses.add(412);
   for (const status of route.alsoAnswers ?? []) statuses.add(status);
-  if (route.limit) statuses.add(429);
+  if (route.limit || route.eventStream) statuses.add(429);
   if (route.database !== false) statuses.add(503);
   if (route.database !== false && route.method !== 'get') statuses.add(504);
   return [...statuses].sort();
@@ -132,12 +140,14 @@ export function headersOf(route: RouteDeclaration<unknown>) {
     ...(hasBody(route) ? (['Content-Type'] as const) : []),
     ...(read ? (['If-None-Match', 'X-Read-From'] as const) : []),
     ...(route.preconditions ? (['If-Match', 'If-None-Match'] as const) : []),
+    ...(route.eventStream ? (['Last-Event-ID'] as const) : []),
     ...(route.requestHeaders ?? []),
   ];
   const ok: HeaderName[] = [
     ...EVERY_ANSWER,
     ...(read ? (['ETag', 'Cache-Control', 'X-Stale'] as const) : []),
     ...(route.writesBike ? (['ETag'] as const) : []),
+    ...(route.eventStream ? (['X-Accel-Buffering'] as const) : []),
     ...limits,
     ...(route.responseHeaders ?? []),
   ];
@@ -250,6 +260,8 @@ function endpoint<Input>(
   const readsBody = hasBody(route);
   const queryOf = queryReader(route);
   return async (ctx) => {
+    // Whichever the answer, an error included: Accept chose between the page and the stream.
+    if (route.eventStream) ctx.vary('Accept');
     if (route.token) authenticate(ctx, checks.tokens);
     if (!isWellFormedPath(ctx.path)) throw new HttpError(404);
     const rawId: string | undefined = ctx.params.id;

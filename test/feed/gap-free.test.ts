@@ -2,7 +2,9 @@ import { randomInt } from 'node:crypto';
 import { Client } from 'pg';
 import type { Bike } from '../../src/bikes/bike';
 import { client, newBike } from '../support/bikes';
+import { type EventStream, openEventStream } from '../support/event-stream';
 import { startTestService, type TestService } from '../support/service';
+import { waitFor } from '../support/wait';
 
 /**
  * The change feed under concurrent writers (docs/decisions.md#the-change-feed), the trap it must
@@ -10,8 +12,11 @@ import { startTestService, type TestService } from '../support/service';
  * on two instances (creates, replaces, patches, deletes over a shared set of bikes, some as
  * conditional writes) and two sessions of reporting SQL with transactions of mixed lengths
  * (several bikes, a sleep between) write while two followers follow: one from the feed's start,
- * one from a list made mid-way. At the end each follower's catalog is /bikes/all, bike for bike,
- * byte for byte, and each got every change of the log once: none missed, none twice.
+ * one from a list made mid-way. Event streams follow alike (docs/decisions.md#live-updates), each
+ * on the instance the other writes through too: one from the start, one from the list, and one
+ * that leaves mid-way and resumes on the other instance with Last-Event-ID. At the end each
+ * follower's catalog is /bikes/all, bike for bike, byte for byte, and each got every change of the
+ * log once: none missed, none twice.
  */
 
 interface Change {
@@ -71,7 +76,26 @@ describe('the change feed under concurrent writers on two instances', () => {
     };
   }
 
-  it('gives every change once, in an order that rebuilds /bikes/all exactly, from the start and from a list', async () => {
+  /** An event stream's changes, all it has given so far. */
+  const changesOf = (...streams: EventStream[]) =>
+    streams.flatMap((stream) => stream.events.map((event) => JSON.parse(event.data) as Change));
+
+  async function eventStream(baseUrl: string, headers: Record<string, string> = {}, since?: string) {
+    const query = since === undefined ? '' : `?since=${encodeURIComponent(since)}`;
+    const stream = await openEventStream(`${baseUrl}/bikes/changes${query}`, { headers });
+    expect(stream.status).toBe(200);
+    return stream;
+  }
+
+  /** Until a stream has given the change that made `last` as it is. */
+  const reached = (last: Bike, ...streams: EventStream[]) =>
+    waitFor(
+      'the last write on the stream',
+      () => changesOf(...streams).some((change) => JSON.stringify(change.bike) === JSON.stringify(last)) || undefined,
+      30_000,
+    );
+
+  it('gives every change once, in an order that rebuilds /bikes/all exactly, from the start and from a list, in pages and as events', async () => {
     const tokens = [await first.token('writer-a'), await second.token('writer-b')];
     const services = [first, second];
     const seeded: string[] = [];
@@ -80,6 +104,8 @@ describe('the change feed under concurrent writers on two instances', () => {
 
     const startCatalog = new Map<string, Bike>();
     const fromStart = follower(first.baseUrl, startCatalog, undefined);
+    const streamedFromStart = await eventStream(second.baseUrl);
+    const leaving = await eventStream(first.baseUrl);
     const until = Date.now() + WRITING_MS;
     let writes = 0;
 
@@ -130,29 +156,63 @@ describe('the change feed under concurrent writers on two instances', () => {
     };
 
     const writers = [...Array.from({ length: 16 }, (_, w) => apiWriter(w)), sqlWriter(), sqlWriter()];
+    // A third of the way, a stream's client leaves; it comes back on the other instance.
+    await new Promise((resolve) => setTimeout(resolve, WRITING_MS / 3));
+    leaving.close();
+    await leaving.ended;
+    const lastId = leaving.events[leaving.events.length - 1].id;
+    const resumed = await eventStream(second.baseUrl, { 'last-event-id': lastId });
     // Mid-way, a client lists the catalog and follows from where its list stands.
-    await new Promise((resolve) => setTimeout(resolve, WRITING_MS / 2));
+    await new Promise((resolve) => setTimeout(resolve, WRITING_MS / 6));
     const listed = await fetch(`${second.baseUrl}/bikes/all`);
     const listCatalog = new Map(((await listed.json()) as Bike[]).map((bike) => [bike.id, bike]));
-    const fromList = follower(second.baseUrl, listCatalog, listed.headers.get('catalog-cursor') as string);
+    const listCursor = listed.headers.get('catalog-cursor') as string;
+    const fromList = follower(second.baseUrl, listCatalog, listCursor);
+    const streamedFromList = await eventStream(first.baseUrl, {}, listCursor);
+    const streamListCatalog = new Map(listCatalog);
     await Promise.all(writers);
     const lastWrite = await client(first.baseUrl, tokens[0]).create(newBike());
-    await Promise.all([fromStart.finish(lastWrite), fromList.finish(lastWrite)]);
+    await Promise.all([
+      fromStart.finish(lastWrite),
+      fromList.finish(lastWrite),
+      reached(lastWrite, streamedFromStart),
+      reached(lastWrite, streamedFromList),
+      reached(lastWrite, leaving, resumed),
+    ]);
+    for (const stream of [streamedFromStart, streamedFromList, resumed]) stream.close();
+    const streamed = [
+      { received: changesOf(streamedFromStart), catalog: new Map<string, Bike>() },
+      { received: changesOf(leaving, resumed), catalog: new Map<string, Bike>() },
+      { received: changesOf(streamedFromList), catalog: streamListCatalog },
+    ];
+    for (const { received, catalog } of streamed) {
+      for (const change of received) {
+        if (change.type === 'upsert') catalog.set(change.id, change.bike as Bike);
+        else catalog.delete(change.id);
+      }
+    }
 
     const all = (await (await fetch(`${first.baseUrl}/bikes/all`)).json()) as Bike[];
     const db = new Client({ connectionString: first.databaseUrl });
     await db.connect();
     const logged = Number((await db.query<{ n: string }>('SELECT count(*) AS n FROM bike_changes')).rows[0].n);
     await db.end();
-    console.log(`gap-free: ${writes} writes, ${logged} changes logged, ${fromList.received.length} after the list`);
+    console.log(
+      `gap-free: ${writes} writes, ${logged} changes logged, ${fromList.received.length} after the list, ` +
+        `${leaving.events.length} streamed before leaving`,
+    );
     expect(writes).toBeGreaterThan(500);
 
-    for (const { received } of [fromStart, fromList]) {
+    for (const { received } of [fromStart, fromList, ...streamed]) {
       expect(new Set(received.map((change) => change.cursor)).size).toBe(received.length);
     }
     // From the start: every change the log holds, once each.
     expect(fromStart.received.length).toBe(logged);
-    for (const catalog of [startCatalog, listCatalog]) {
+    expect(streamed[0].received.length).toBe(logged);
+    expect(streamed[1].received.length).toBe(logged);
+    // From the list: as many as the pages gave.
+    expect(streamed[2].received.length).toBe(fromList.received.length);
+    for (const catalog of [startCatalog, listCatalog, ...streamed.map(({ catalog }) => catalog)]) {
       expect(catalog.size).toBe(all.length);
       expect(all.filter((bike) => JSON.stringify(catalog.get(bike.id)) !== JSON.stringify(bike))).toEqual([]);
     }

@@ -113,6 +113,8 @@ describe('CORS when CORS_ORIGIN names one origin', () => {
     for (const header of ['If-Match', 'If-None-Match', 'Idempotency-Key', 'Authorization', 'Content-Type']) {
       expect(allowed.has(header)).toBe(true);
     }
+    // And an EventSource's reconnection (docs/decisions.md#live-updates).
+    expect(allowed.has('Last-Event-ID')).toBe(true);
   });
 
   it('exposes to the page every header an answer carries that a page could not read anyway, on success and on error', async () => {
@@ -131,6 +133,16 @@ describe('CORS when CORS_ORIGIN names one origin', () => {
     const fields = newBike();
     const created = await write('POST', '/bikes/', fields, { 'idempotency-key': 'cors-seam' });
     const bike = (await created.clone().json()) as { id: string };
+    /** An event stream, as a page's EventSource asks for it: its head, then the page leaves. */
+    const streamHead = async () => {
+      const leaving = new AbortController();
+      const res = await fetch(`${svc.baseUrl}/bikes/changes`, {
+        headers: { origin: APP_ORIGIN, accept: 'text/event-stream' },
+        signal: leaving.signal,
+      });
+      leaving.abort();
+      return res;
+    };
     const answers = [
       created,
       await write('POST', '/bikes/', fields, { 'idempotency-key': 'cors-seam' }), // a replay
@@ -139,6 +151,7 @@ describe('CORS when CORS_ORIGIN names one origin', () => {
       await write('PATCH', `/bikes/${bike.id}`, { vendor: 'x' }, { 'if-match': '"stale"' }), // 412
       await fetch(`${svc.baseUrl}/bikes/${bike.id}`, { headers: { origin: APP_ORIGIN } }),
       await fetch(`${svc.baseUrl}/bikes/all`, { method: 'POST', headers: { origin: APP_ORIGIN } }), // 405, Allow
+      await streamHead(),
     ];
     for (const res of answers) {
       const exposed = listed(res, 'access-control-expose-headers');
@@ -147,7 +160,8 @@ describe('CORS when CORS_ORIGIN names one origin', () => {
       );
       expect({ status: res.status, hidden }).toEqual({ status: res.status, hidden: [] });
     }
-    expect(answers.map((res) => res.status)).toEqual([200, 200, 422, 400, 412, 200, 405]);
+    expect(answers.map((res) => res.status)).toEqual([200, 200, 422, 400, 412, 200, 405, 200]);
+    expect(answers[7].headers.get('content-type')).toMatch(/^text\/event-stream/);
     expect(answers[1].headers.get('idempotent-replayed')).toBe('true');
   });
 

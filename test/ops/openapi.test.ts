@@ -7,12 +7,14 @@ import { createTokens } from '../../src/auth/tokens';
 import { bikeFields, patch, replacement } from '../../src/bikes/bike';
 import { validate } from '../../src/bikes/yup';
 import { createBikeRepository } from '../../src/bikes/repository';
-import { connectPool } from '../../src/db/pool';
+import { connectPool, queryOn } from '../../src/db/pool';
 import { sharedLimit } from '../../src/db/rate-limits';
 import { databaseReadiness } from '../../src/db/readiness';
+import { liveFeed } from '../../src/feed/live';
 import { cursors } from '../../src/http/cursors';
 import { abuseLimits } from '../../src/http/limits';
 import { client, newBike } from '../support/bikes';
+import { type EventStream, openEventStream } from '../support/event-stream';
 import { startTestService, type TestService } from '../support/service';
 import { schemaErrors } from '../support/json-schema';
 
@@ -59,7 +61,7 @@ const HTTP_OWN_HEADERS = new Set([
 const ALLOWED_STATUSES: Record<string, number[]> = {
   browseBikes: [200, 304, 400, 431, 503],
   listBikes: [200, 304, 429, 431, 503],
-  bikeChanges: [200, 304, 400, 410, 431, 503],
+  bikeChanges: [200, 304, 400, 410, 429, 431, 503],
   getBike: [200, 304, 404, 431, 503],
   getBikeByHandle: [200, 304, 404, 431, 503],
   searchBikesByTitle: [200, 304, 400, 429, 431, 503],
@@ -144,8 +146,10 @@ describe('GET /openapi.json', () => {
         readiness: databaseReadiness(pool),
         limits: abuseLimits(
           { tokens: sharedLimit(pool, 'tokens', 1_000), writes: sharedLimit(pool, 'writes', 1_000) },
-          10,
+          { listStreams: 10, eventStreams: 10 },
         ),
+        live: liveFeed(queryOn(pool), { onError: () => undefined }),
+        maxEventStreams: 10,
       });
       const routers = app.middleware
         .map((middleware) => (middleware as { router?: Router }).router)
@@ -415,12 +419,59 @@ describe('GET /openapi.json', () => {
         const content = documented[String(res.status)].content as Record<string, { example: string }>;
         expect(phrase).toBe(content['text/plain'].example);
       }
-      // Every header the answer carries is in the document for its status, or is HTTP's own.
-      const described = Object.keys((documented[String(res.status)].headers as Json | undefined) ?? {});
-      const undocumented = [...res.headers.keys()].filter(
-        (name) => !HTTP_OWN_HEADERS.has(name) && !described.some((header) => header.toLowerCase() === name),
-      );
-      expect({ probe, undocumented }).toEqual({ probe, undocumented: [] });
+      expectHeadersDocumented(probe, [...res.headers.keys()], documented[String(res.status)]);
+    }
+  });
+
+  it("documents the event stream's answers (docs/decisions.md#live-updates): its media type, Last-Event-ID, 429 and 503 with their headers", async () => {
+    const { operation: op } = operation(document, 'bikeChanges');
+    expect(op.parameters).toEqual(
+      expect.arrayContaining([expect.objectContaining({ name: 'Last-Event-ID', in: 'header' })]),
+    );
+    expect(Object.keys(op.responses['200'].content as Json)).toEqual(['application/json', 'text/event-stream']);
+    // One stream a client, two an instance; clients told apart by the proxy in front (TRUST_PROXY).
+    const bounded = await startTestService({
+      env: { TRUST_PROXY: '1', MAX_EVENT_STREAMS_PER_CLIENT: '1', MAX_EVENT_STREAMS: '2' },
+    });
+    const streams: EventStream[] = [];
+    const open = async (client: string, headers: Record<string, string> = {}) => {
+      const stream = await openEventStream(`${bounded.baseUrl}/bikes/changes`, {
+        headers: { 'x-forwarded-for': `10.0.0.${client}`, ...headers },
+      });
+      streams.push(stream);
+      return stream;
+    };
+    try {
+      const probes: [probe: string, stream: EventStream, expected: number][] = [
+        ['a stream', await open('1'), 200],
+        ["past the client's streams", await open('1'), 429],
+        ['another client', await open('2'), 200],
+        ["past the instance's streams", await open('3'), 503],
+        ['a Last-Event-ID not ours', await open('4', { 'last-event-id': 'not-a-cursor' }), 400],
+      ];
+      for (const [probe, stream, expected] of probes) {
+        expect({ probe, status: stream.status }).toEqual({ probe, status: expected });
+        const documented = op.responses[String(stream.status)];
+        expectHeadersDocumented(probe, Object.keys(stream.headers), documented);
+        if (stream.status === 200) {
+          expect(stream.headers['content-type']).toMatch(/^text\/event-stream/);
+          continue;
+        }
+        await stream.ended;
+        expect(stream.text()).toBe((documented.content as Record<string, { example: string }>)['text/plain'].example);
+      }
+    } finally {
+      for (const stream of streams) stream.close();
+      await bounded.stop();
     }
   });
 });
+
+/** Every header an answer carries is in the document for its status, or is HTTP's own. */
+function expectHeadersDocumented(probe: string, names: string[], documented: Json): void {
+  const described = Object.keys((documented.headers as Json | undefined) ?? {});
+  const undocumented = names.filter(
+    (name) => !HTTP_OWN_HEADERS.has(name) && !described.some((header) => header.toLowerCase() === name),
+  );
+  expect({ probe, undocumented }).toEqual({ probe, undocumented: [] });
+}

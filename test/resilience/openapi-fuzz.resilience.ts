@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
+import { API_ROUTES } from '../../src/http/api-routes';
 import { schemaErrors } from '../support/json-schema';
 import { startTestService, type TestService } from '../support/service';
 
@@ -58,6 +59,7 @@ function valid(document: Document, raw: Schema): fc.Arbitrary<unknown> {
     }
     case 'string': {
       if (schema.format === 'uuid') return fc.uuid();
+      if (Array.isArray(schema.enum)) return fc.constantFrom(...(schema.enum as string[]));
       const pattern = typeof schema.pattern === 'string' ? new RegExp(schema.pattern, 'u') : undefined;
       return fc
         .string({ unit: 'binary', minLength: (schema.minLength as number | undefined) ?? 0, maxLength: 40 })
@@ -65,6 +67,8 @@ function valid(document: Document, raw: Schema): fc.Arbitrary<unknown> {
     }
     case 'number':
       return fc.double({ noNaN: true, noDefaultInfinity: true });
+    case 'integer':
+      return fc.integer({ min: schema.minimum as number, max: schema.maximum as number });
     case 'boolean':
       return fc.boolean();
     default:
@@ -77,9 +81,23 @@ function invalid(document: Document, raw: Schema): fc.Arbitrary<{ value: unknown
   const schema = resolve(document, raw);
   const wrongType = fc
     .constantFrom<unknown>(5, 'text', true, null, [], {})
-    .filter((value) => typeof value !== schema.type && !(schema.type === 'object' && isObject(value)))
+    .filter(
+      (value) =>
+        typeof value !== schema.type &&
+        !(schema.type === 'object' && isObject(value)) &&
+        !(schema.type === 'integer' && Number.isInteger(value)),
+    )
     .map((value) => ({ value, why: `a ${JSON.stringify(value)} for a ${String(schema.type)}` }));
   if (schema.type === 'string' && schema.pattern) return fc.oneof(wrongType, withNul);
+  if (schema.type === 'integer') {
+    const outside = fc
+      .constantFrom((schema.minimum as number) - 1, (schema.maximum as number) + 1, 1.5)
+      .map((value) => ({
+        value,
+        why: `${value} for an integer of ${String(schema.minimum)} to ${String(schema.maximum)}`,
+      }));
+    return fc.oneof(wrongType, outside);
+  }
   if (schema.type !== 'object') return wrongType;
   const properties = (schema.properties ?? {}) as Record<string, Schema>;
   const required = (schema.required ?? []) as string[];
@@ -116,6 +134,19 @@ function isObject(value: unknown): boolean {
  * (RFC 3986, 5.2.4), percent-encoded as %2E too: as a path value they would ask another path.
  */
 const isDotSegment = (value: string) => value === '.' || value === '..';
+
+/**
+ * Cursors are the service's own, taken from an earlier answer (docs/decisions.md#cursors): no
+ * schema can make a valid one, so a valid probe leaves them out and an invalid one forges one.
+ */
+const CURSORS = new Set(['cursor', 'since']);
+
+/** A query number as the service reads one (docs/decisions.md#query-parameters): decimal, no exponent. */
+const queryNumber = fc.double({ min: -1e6, max: 1e6, noNaN: true }).map((n) => n.toFixed(2));
+
+/** A price range is in a currency (docs/decisions.md#paged-listing): a bound without one is refused. */
+const priceInCurrency = (query: Record<string, unknown>) =>
+  query.currency !== undefined || (query.minPrice === undefined && query.maxPrice === undefined);
 
 describe('requests generated from /openapi.json', () => {
   let svc: TestService;
@@ -155,14 +186,28 @@ describe('requests generated from /openapi.json', () => {
     const bodySchema = op.requestBody?.content['application/json']?.schema;
     const secured = (op.security ?? []).length > 0;
 
+    const generated = queryParams.filter((p) => !CURSORS.has(p.name as string));
+    const validQuery = fc
+      .record(
+        Object.fromEntries(
+          generated.map((p) => {
+            const schema = resolve(document, p.schema as Schema);
+            return [p.name as string, schema.type === 'number' ? queryNumber : valid(document, schema)];
+          }),
+        ),
+        { requiredKeys: generated.filter((p) => p.required).map((p) => p.name as string) },
+      )
+      .filter(priceInCurrency);
     const validProbe = fc
       .record({
-        query: fc.tuple(...queryParams.map((p) => valid(document, p.schema as Schema))),
+        query: validQuery,
         body: bodySchema ? valid(document, bodySchema) : fc.constant(undefined),
       })
       .map(({ query, body }): Probe => ({
         params: {},
-        query: queryParams.map((p, i) => `${p.name as string}=${encodeURIComponent(query[i] as string)}`).join('&'),
+        query: new URLSearchParams(
+          Object.entries(query).map(([name, value]): [string, string] => [name, String(value)]),
+        ).toString(),
         body,
         token: 'valid',
         valid: true,
@@ -180,6 +225,24 @@ describe('requests generated from /openapi.json', () => {
           fc
             .string({ minLength: 1, maxLength: 20 })
             .map((text) => ({ ...base(), why: `id ${JSON.stringify(text)}`, params: { [p.name as string]: text } })),
+        );
+      }
+      if (p.in === 'query' && CURSORS.has(p.name as string)) {
+        invalidProbes.push(
+          fc.string({ minLength: 1, maxLength: 60 }).map((text) => ({
+            ...base(),
+            query: `${p.name as string}=${encodeURIComponent(text)}`,
+            why: `a forged ${p.name as string}`,
+          })),
+        );
+      }
+      if (p.in === 'query' && schema.type === 'integer') {
+        invalidProbes.push(
+          invalid(document, schema).map(({ value, why }) => ({
+            ...base(),
+            query: `${p.name as string}=${encodeURIComponent(String(value))}`,
+            why: `${p.name as string}: ${why}`,
+          })),
         );
       }
       if (p.in === 'query' && schema.pattern) {
@@ -208,7 +271,11 @@ describe('requests generated from /openapi.json', () => {
     const operations = Object.entries(document.paths).flatMap(([path, item]) =>
       Object.entries(item).map(([method, op]) => ({ path, method: method.toUpperCase(), op })),
     );
-    expect(operations).toHaveLength(9);
+    // Every route the service declares, and only those.
+    const declared = Object.values(API_ROUTES).map(
+      (route) => `${route.method.toUpperCase()} ${route.path.replace(/:(\w+)/g, '{$1}')}`,
+    );
+    expect(operations.map(({ path, method }) => `${method} ${path}`).sort()).toEqual(declared.sort());
 
     for (const { path, method, op } of operations) {
       await fc.assert(

@@ -4,8 +4,10 @@ import { readMigrations } from '../../src/db/migrate';
 import type { Bike } from '../../src/bikes/bike';
 import { client, issueToken, newBike } from '../support/bikes';
 import { createEmptyTestDatabase } from '../support/databases';
+import { openEventStream } from '../support/event-stream';
 import { spawnService, type ServiceProcess } from '../support/process';
 import { type Bouncer, missing, PGBOUNCER, startPgBouncer } from '../support/servers';
+import { waitFor } from '../support/wait';
 
 const why = missing(PGBOUNCER);
 if (why) console.log(`pgbouncer.test.ts skipped: ${why}`);
@@ -120,6 +122,19 @@ if (why) console.log(`pgbouncer.test.ts skipped: ${why}`);
       headers: { 'if-match': etag },
     });
     expect(current.status).toBe(200);
+  });
+
+  it('streams the changes as events through it: the poll alone, no LISTEN (docs/decisions.md#one-poll-per-instance)', async () => {
+    const start = (await api.request('GET', '/bikes/search/by-title?query=none-such')).headers.get('catalog-cursor');
+    const events = await openEventStream(`${svc.baseUrl}/bikes/changes?since=${encodeURIComponent(start as string)}`);
+    try {
+      expect(events.status).toBe(200);
+      const bike = await api.create(newBike());
+      await waitFor('the event', () => events.events.find((event) => event.data.includes(bike.id)), 15_000);
+      expect(JSON.parse(events.events[0].data)).toMatchObject({ type: 'upsert', id: bike.id, bike });
+    } finally {
+      events.close();
+    }
   });
 });
 

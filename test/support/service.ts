@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import pino from 'pino';
 import { readConfig } from '../../src/config';
 import type { Logger } from '../../src/logger';
-import { startService, type Service } from '../../src/server';
+import { startService, type Service, type ServiceTuning } from '../../src/server';
 import { issueToken } from './bikes';
 import { createTestDatabase } from './databases';
 
@@ -21,12 +21,18 @@ export interface TestService {
  * test process, so it is the same code `npm start` runs, minus the process wrapper.
  */
 export async function startTestService(
-  options: { databaseUrl?: string; jwtSecret?: string; env?: Record<string, string>; logger?: Logger } = {},
+  options: {
+    databaseUrl?: string;
+    jwtSecret?: string;
+    env?: Record<string, string>;
+    logger?: Logger;
+    tuning?: ServiceTuning;
+  } = {},
 ): Promise<TestService> {
   const databaseUrl = options.databaseUrl ?? (await createTestDatabase());
   const jwtSecret = options.jwtSecret ?? randomBytes(32).toString('base64url');
   const config = readConfig({ PORT: '0', DATABASE_URL: databaseUrl, JWT_SECRET: jwtSecret, ...options.env });
-  const service = await startService(config, options.logger ?? pino({ level: 'silent' }));
+  const service = await startService(config, options.logger ?? pino({ level: 'silent' }), options.tuning);
   const baseUrl = `http://127.0.0.1:${service.port}`;
   return {
     baseUrl,

@@ -1,0 +1,82 @@
+import http from 'node:http';
+
+/**
+ * A client of Server-Sent Events for the tests, reading as an EventSource does (the HTML
+ * standard's parsing of `text/event-stream`), and keeping everything it read: the events, the
+ * comments and the `retry:` values, in order.
+ */
+
+export interface ServerSentEvent {
+  /** The last event id as of this event (an `id:` line sets it). */
+  id: string;
+  /** The event's type: `message` unless an `event:` line said otherwise. */
+  type: string;
+  data: string;
+}
+
+export interface EventStream {
+  status: number;
+  headers: http.IncomingHttpHeaders;
+  events: ServerSentEvent[];
+  comments: string[];
+  retries: number[];
+  /** Everything received, as text (a short error answer's body). */
+  text(): string;
+  /** Settles once the server has ended the answer, or the connection is gone. */
+  ended: Promise<void>;
+  /** Closes the connection, as a client that leaves. */
+  close(): void;
+}
+
+/** Opens `url` asking for an event stream; resolves once the answer's head has come. */
+export function openEventStream(
+  url: string,
+  { headers = {}, method = 'GET' }: { headers?: Record<string, string>; method?: string } = {},
+): Promise<EventStream> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(url, { method, headers: { accept: 'text/event-stream', ...headers } }, (res) => {
+      res.setEncoding('utf8');
+      const stream: EventStream = {
+        status: res.statusCode ?? 0,
+        headers: res.headers,
+        events: [],
+        comments: [],
+        retries: [],
+        text: () => received,
+        ended: new Promise((done) => res.once('close', () => done())),
+        close: () => req.destroy(),
+      };
+      let received = '';
+      let partial = '';
+      let lastId = '';
+      let type = '';
+      let data: string[] = [];
+      const line = (text: string) => {
+        if (text === '') {
+          if (data.length > 0) stream.events.push({ id: lastId, type: type || 'message', data: data.join('\n') });
+          data = [];
+          type = '';
+          return;
+        }
+        if (text.startsWith(':')) return void stream.comments.push(text.slice(1).trim());
+        const colon = text.indexOf(':');
+        const field = colon < 0 ? text : text.slice(0, colon);
+        const value = colon < 0 ? '' : text.slice(colon + 1).replace(/^ /, '');
+        if (field === 'data') data.push(value);
+        else if (field === 'id') lastId = value;
+        else if (field === 'event') type = value;
+        else if (field === 'retry' && /^\d+$/.test(value)) stream.retries.push(Number(value));
+      };
+      res.on('data', (chunk: string) => {
+        received += chunk;
+        const lines = (partial + chunk).split(/\r\n|\r|\n/);
+        partial = lines.pop() ?? '';
+        lines.forEach(line);
+      });
+      res.on('error', () => undefined);
+      resolve(stream);
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
