@@ -51,7 +51,12 @@ export interface Seen {
   horizon: { txid: string; changeId: string };
 }
 
-export const seenOf = (row: { snapshot: string; triggers: string; horizon_txid: string; horizon_change_id: string }): Seen => ({
+export const seenOf = (row: {
+  snapshot: string;
+  triggers: string;
+  horizon_txid: string;
+  horizon_change_id: string;
+}): Seen => ({
   snapshot: row.snapshot,
   triggers: row.triggers,
   horizon: { txid: row.horizon_txid, changeId: row.horizon_change_id },

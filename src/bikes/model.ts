@@ -9,14 +9,7 @@ import type { Bike } from './bike';
  */
 
 type TableOwnFields =
-  | 'seq'
-  | 'version'
-  | 'insertedAt'
-  | 'updatedAt'
-  | 'titleKey'
-  | 'vendorKey'
-  | 'productTypeKey'
-  | 'minPriceCurrencyKey';
+  'seq' | 'version' | 'insertedAt' | 'updatedAt' | 'titleKey' | 'vendorKey' | 'productTypeKey' | 'minPriceCurrencyKey';
 
 /**
  * The model's fields that make a bike (seq, version, insertedAt, updatedAt and the generated keys

@@ -221,12 +221,7 @@ export const statements = {
   ),
   /** PUT with If-Match: only over a bike that is there, in a state the conditions allow. */
   replace: prepare({ id: param<string>(), ...bikeParams(), ...conditionParams() }, (p) =>
-    kysely
-      .updateTable('bikes')
-      .set(bikeColumns(p))
-      .where('id', '=', p.id)
-      .where(meets(p))
-      .returning(STORED_COLUMNS),
+    kysely.updateTable('bikes').set(bikeColumns(p)).where('id', '=', p.id).where(meets(p)).returning(STORED_COLUMNS),
   ),
   /** PUT with If-None-Match: *: only where there is no bike (the primary key refuses the rest). */
   insertOnly: prepare({ id: param<string>(), ...bikeParams() }, (p) =>

@@ -210,7 +210,8 @@ async function configureServiceRole(client: Client, role: string, log: (message:
       await client.query(`GRANT ${rights} ON ${client.escapeIdentifier(table)} TO ${name}`);
     }
     await client.query(`GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO ${name}`);
-    for (const signature of SERVICE_ROLE_FUNCTIONS) await client.query(`GRANT EXECUTE ON FUNCTION ${signature} TO ${name}`);
+    for (const signature of SERVICE_ROLE_FUNCTIONS)
+      await client.query(`GRANT EXECUTE ON FUNCTION ${signature} TO ${name}`);
   }
   const settings = Object.entries(ROLE_SETTINGS).filter(([, { since }]) => version >= since);
   try {

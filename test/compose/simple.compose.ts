@@ -1,4 +1,6 @@
+import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { promisify } from 'node:util';
 import { apiClient, bike, engine, noEngineReason, startStack, type StartedStack } from './stack';
 
 /** docker-compose.yml, run as the README says: `up`, then `ps`, `logs`, `down` with nothing set. */
@@ -55,6 +57,31 @@ if (noEngineReason) console.log(`simple.compose.ts skipped: ${noEngineReason}`);
     const read = await api.get(`/bikes/${id}`);
     expect(read.status).toBe(200);
     expect(await read.json()).toMatchObject({ id, title });
+  });
+
+  it("runs docs/reporting.md's report from the host: psql on the published port with the stack's superuser password", async () => {
+    const { stack } = started;
+    const password = (await stack.compose(['exec', '-T', 'db', 'cat', '/secrets/postgres_password'])).trim();
+    const port = (await stack.compose(['port', 'db', '5432'])).trim().split(':').pop() ?? '';
+    const { stdout } = await promisify(execFile)(
+      'psql',
+      [
+        '-h',
+        '127.0.0.1',
+        '-p',
+        port,
+        '-U',
+        'postgres',
+        '-X',
+        '-A',
+        '-t',
+        '-f',
+        'test/ops/reports/stock-value.sql',
+        'bikes',
+      ],
+      { env: { ...process.env, PGPASSWORD: password } },
+    );
+    expect(stdout).toMatch(/^USD\|/m);
   });
 
   it('keeps /metrics off the published port (it is on the unpublished admin port 9100, inside the network)', async () => {

@@ -33,7 +33,10 @@ describe('GET /bikes/changes', () => {
     await svc.stop();
   });
 
-  async function changes(since?: string, limit?: number): Promise<{ status: number; changes: Change[]; cursor: string }> {
+  async function changes(
+    since?: string,
+    limit?: number,
+  ): Promise<{ status: number; changes: Change[]; cursor: string }> {
     const params = new URLSearchParams();
     if (since !== undefined) params.set('since', since);
     if (limit !== undefined) params.set('limit', String(limit));
@@ -78,7 +81,8 @@ describe('GET /bikes/changes', () => {
     seen.some((change) => JSON.stringify(change.bike) === JSON.stringify(bike));
 
   /** Until a delete of `id` has come. */
-  const deleted = (id: string) => (seen: Change[]) => seen.some((change) => change.type === 'delete' && change.id === id);
+  const deleted = (id: string) => (seen: Change[]) =>
+    seen.some((change) => change.type === 'delete' && change.id === id);
 
   /** The catalog a follower builds by applying `changes` in order. */
   function replay(changes: Change[], onto = new Map<string, Bike>()): Map<string, Bike> {
@@ -98,7 +102,9 @@ describe('GET /bikes/changes', () => {
   it('gives every create, update and delete in order, each an upsert of the bike as it is after it or a delete of its id', async () => {
     const start = await now();
     const bike = await api.create(newBike());
-    const patched = (await (await api.request('PATCH', `/bikes/${bike.id}`, { body: { vendor: 'Other' } })).json()) as Bike;
+    const patched = (await (
+      await api.request('PATCH', `/bikes/${bike.id}`, { body: { vendor: 'Other' } })
+    ).json()) as Bike;
     await api.request('DELETE', `/bikes/${bike.id}`);
     const { changes: seen } = await follow(start, { until: deleted(bike.id) });
     expect(seen.map(({ type, id, bike: after }) => ({ type, id, bike: after }))).toEqual([
@@ -242,8 +248,12 @@ describe('GET /bikes/changes', () => {
     await expectCatalogIs(replay((await follow(undefined, { limit: 50 })).changes));
   });
 
-  it('prunes what is past the retention and no follower needs: superseded changes and deletes, never a live bike\'s latest', async () => {
-    const [kept, patched, gone] = [await api.create(newBike()), await api.create(newBike()), await api.create(newBike())];
+  it("prunes what is past the retention and no follower needs: superseded changes and deletes, never a live bike's latest", async () => {
+    const [kept, patched, gone] = [
+      await api.create(newBike()),
+      await api.create(newBike()),
+      await api.create(newBike()),
+    ];
     await api.request('PATCH', `/bikes/${patched.id}`, { body: { totalInventory: 3 } });
     await api.request('DELETE', `/bikes/${gone.id}`);
     const ids = [kept.id, patched.id, gone.id];
@@ -274,7 +284,7 @@ describe('GET /bikes/changes', () => {
     await expectCatalogIs(replay((await follow(undefined, { limit: 50 })).changes));
   });
 
-  it("answers 503 while a capture trigger is off, and 410 to a cursor from before it was switched off and on", async () => {
+  it('answers 503 while a capture trigger is off, and 410 to a cursor from before it was switched off and on', async () => {
     const cursor = (await changes()).cursor;
     await sql.query('ALTER TABLE bikes DISABLE TRIGGER bikes_changes_on_update');
     try {

@@ -125,7 +125,8 @@ describe('the change feed under concurrent writers on two instances', () => {
           const current = await api.request('GET', `/bikes/${id}`, { headers: { 'x-read-from': 'primary' } });
           const headers: Record<string, string> = {};
           if (current.status === 200 && op === 7) headers['if-match'] = current.headers.get('etag') as string;
-          status = (await api.request('PATCH', `/bikes/${id}`, { body: { totalInventory: randomInt(100) }, headers })).status;
+          status = (await api.request('PATCH', `/bikes/${id}`, { body: { totalInventory: randomInt(100) }, headers }))
+            .status;
         } else {
           status = (await api.request('DELETE', `/bikes/${id}`)).status;
         }

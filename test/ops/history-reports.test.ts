@@ -6,7 +6,7 @@ import { client, newBike } from '../support/bikes';
 import { startTestService, type TestService } from '../support/service';
 
 /**
- * The README's history reports (test/ops/reports/*.sql over bike_changes), run as written against
+ * The history reports of docs/reporting.md (test/ops/reports/*.sql over bike_changes), run as written against
  * a history made here: creates, price and stock changes, a vendor move and deletes, through the API
  * and by SQL, in three periods (40 days ago, 10 days ago, today: the log's changed_at moved back
  * as if the time had passed), then pruned at the default retention as the service prunes. Each
@@ -53,7 +53,7 @@ const priceOf = (b: Bike) => [
   b.priceRange.maxPrice.amount,
 ];
 
-/** Units a write brought into (positive) or took out of each vendor's stock, as the README says they count. */
+/** Units a write brought into (positive) or took out of each vendor's stock, as docs/reporting.md says they count. */
 function movementsOf({ before, after }: Write): [string, number][] {
   const moves: [string, number][] = [];
   if (after)
@@ -183,9 +183,9 @@ describe('history reports over bike_changes', () => {
     expect(ms).toBeLessThanOrEqual(write.to + 1);
   }
 
-  it("the README's table of bike_changes names each of its columns, with its type", async () => {
-    const readme = fs.readFileSync(path.join(__dirname, '..', '..', 'README.md'), 'utf8');
-    const section = readme.slice(readme.indexOf('### History: `bike_changes`')).split(/\n#{2,3} /)[0];
+  it("docs/reporting.md's table of bike_changes names each of its columns, with its type", async () => {
+    const guide = fs.readFileSync(path.join(__dirname, '..', '..', 'docs', 'reporting.md'), 'utf8');
+    const section = guide.slice(guide.indexOf('## History: `bike_changes`')).split(/\n#{2,3} /)[0];
     const documented: Row = {};
     for (const line of section.split('\n').filter((l) => l.startsWith('| `'))) {
       const [names, type] = line.split('|').slice(1, 3);

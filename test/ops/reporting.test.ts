@@ -8,7 +8,7 @@ import { startTestService, type TestService } from '../support/service';
 import { runSeed } from './seed-cli';
 
 /**
- * The reporting queries the README shows, run as written (test/ops/reports/*.sql) against a
+ * The reporting queries docs/reporting.md shows, run as written (test/ops/reports/*.sql) against a
  * seeded catalog, each checked against the same figures computed here in JavaScript from what
  * the API serves.
  */
@@ -189,11 +189,10 @@ describe('reporting SQL against a seeded catalog', () => {
   });
 });
 
-describe("the README's reporting queries", () => {
-  it('are the files the tests run, as written: each SQL block of the section one of test/ops/reports/*.sql, and each file shown', () => {
-    const readme = fs.readFileSync(path.join(__dirname, '..', '..', 'README.md'), 'utf8');
-    const section = readme.slice(readme.indexOf('## Reporting queries')).split(/\n## /)[0];
-    const blocks = [...section.matchAll(/```sql\n([\s\S]*?)```/g)].map(([, sql]) => sql);
+describe("docs/reporting.md's queries", () => {
+  it('are the files the tests run, as written: each SQL block of the guide one of test/ops/reports/*.sql, and each file shown', () => {
+    const guide = fs.readFileSync(path.join(__dirname, '..', '..', 'docs', 'reporting.md'), 'utf8');
+    const blocks = [...guide.matchAll(/```sql\n([\s\S]*?)```/g)].map(([, sql]) => sql);
     const files = fs.readdirSync(REPORTS).map((name) => fs.readFileSync(path.join(REPORTS, name), 'utf8'));
     expect(blocks.sort()).toEqual(files.sort());
     expect(files.length).toBe(7);

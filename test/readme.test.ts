@@ -1,0 +1,91 @@
+import { execFile } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { startTestService, type TestService } from './support/service';
+
+/**
+ * The README's examples, run as a newcomer runs them: every `sh` block of its "Examples" section,
+ * in order, in one bash, against the real service (its address in place of localhost:3000). A
+ * curl that gets an error status fails the run (`--fail-with-body`), so an example that stopped
+ * working cannot stay in the README; what each example promises is checked in its output.
+ */
+
+const README = fs.readFileSync(path.join(__dirname, '..', 'README.md'), 'utf8');
+const EXAMPLES = README.slice(README.indexOf('\n## Examples\n')).split('\n## ')[1];
+const BLOCKS = [...EXAMPLES.matchAll(/```sh\n([\s\S]*?)```/g)].map(([, script]) => script);
+
+/**
+ * curl as the examples call it, failing on an error status. `--max-time` ends the event-stream
+ * example on purpose: its timeout (28) is the example working.
+ */
+const PRELUDE = `
+curl() {
+  command curl --fail-with-body "$@"
+  local status=$?
+  if [ $status -eq 28 ] && [[ " $* " == *" --max-time "* ]]; then return 0; fi
+  if [ $status -ne 0 ]; then echo "curl $* failed: $status" >&2; exit 1; fi
+}
+`;
+
+describe("the README's examples", () => {
+  let svc: TestService;
+  let outputs: string[];
+
+  beforeAll(async () => {
+    svc = await startTestService();
+    const script = BLOCKS.map((block, i) => `echo "@@example ${i}"\n${block}`).join('\n');
+    const { stdout } = await promisify(execFile)('bash', [
+      '-c',
+      PRELUDE + script.replaceAll('http://localhost:3000', svc.baseUrl),
+    ]);
+    outputs = stdout.split(/@@example \d+\n/).slice(1);
+  }, 60_000);
+  afterAll(() => svc?.stop());
+
+  const outputOf = (start: string) => {
+    const index = BLOCKS.findIndex((block) => block.includes(start));
+    if (index < 0) throw new Error(`no example runs ${start}`);
+    return outputs[index];
+  };
+
+  it('are all there, and all ran', () => {
+    expect(BLOCKS.length).toBeGreaterThanOrEqual(10);
+    expect(outputs).toHaveLength(BLOCKS.length);
+  });
+
+  it('create a bike with the handle the later examples use', () => {
+    expect(JSON.parse(outputOf('curl -s -X POST http://localhost:3000/bikes/ -H'))).toMatchObject({
+      handle: 'hybrid-bicycle-sentra',
+    });
+  });
+
+  it('replace, then update it without and with If-Match', () => {
+    expect(JSON.parse(outputOf('-X PUT'))).toMatchObject({ handle: 'sentra-2025', totalInventory: 3 });
+    expect(JSON.parse(outputOf('"availableForSale": false}'))).toMatchObject({ totalInventory: 0 });
+    expect(JSON.parse(outputOf('If-Match: $ETAG'))).toMatchObject({ handle: 'sentra-2025', totalInventory: 3 });
+  });
+
+  it('retry a create with an Idempotency-Key: one create, its answer replayed', () => {
+    const answers = outputOf('Idempotency-Key').split(/(?=^HTTP\/1\.1 )/m);
+    expect(answers.map((answer) => answer.split('\r\n')[0])).toEqual(['HTTP/1.1 200 OK', 'HTTP/1.1 200 OK']);
+    expect(answers.map((answer) => /^idempotent-replayed: true\r$/im.test(answer))).toEqual([false, true]);
+    const ids = answers.map((answer) => (JSON.parse(answer.slice(answer.indexOf('\r\n\r\n'))) as { id: string }).id);
+    expect(ids[1]).toBe(ids[0]);
+  });
+
+  it('browse a page with a Link to the next', () => {
+    expect(outputOf('/bikes?inStock=true')).toMatch(
+      /^link: <\/bikes\?inStock=true&sort=price&limit=1&cursor=[^>]+>; rel="next"\r$/im,
+    );
+  });
+
+  it('follow the change feed: the delete is there, and nothing after the list', () => {
+    const [changes, caughtUp] = outputOf('/bikes/changes?limit=3').split(/(?<=\])\n?(?=\[)/);
+    expect(JSON.parse(changes)).toHaveLength(3);
+    expect(JSON.parse(caughtUp)).toEqual([]);
+    const stream = outputOf('text/event-stream');
+    expect(stream).toMatch(/^id: \S+\ndata: \{"cursor":/m);
+    expect(stream).toContain('"type":"delete"');
+  });
+});
