@@ -41,7 +41,8 @@ describe('citations of docs/decisions.md by anchor', () => {
   const files = execFileSync('git', ['ls-files'], { cwd: ROOT, encoding: 'utf8' }).split('\n').filter(Boolean);
   const texts = files.map((file) => ({ file, text: fs.readFileSync(path.join(ROOT, file), 'utf8') }));
   const citations = texts.flatMap(({ file, text }) => {
-    const cited = [...text.matchAll(/docs\/decisions\.md#([\w-]+)/g)].map((match) => match[1]);
+    // `docs/decisions.md#bodies`, or a link from beside it in docs/: `](decisions.md#bodies)`.
+    const cited = [...text.matchAll(/(?:docs\/|\]\()decisions\.md#([\w-]+)/g)].map((match) => match[1]);
     // Inside the page itself, a link to one of its own headings.
     const inPage = file === DECISIONS ? [...text.matchAll(/\]\(#([\w-]+)\)/g)].map((match) => match[1]) : [];
     return [...cited, ...inPage].map((anchor) => ({ file, anchor }));

@@ -312,8 +312,8 @@ export function routerOf<Routes extends Record<string, RouteDeclaration<unknown>
   const router = newRouter();
   for (const name in routes) {
     const route = routes[name];
-    // A trailing slash is optional (docs/decisions.md#trailing-slash): the router matches /bikes/ to the path /bikes,
-    // not /bikes to /bikes/, so routes are mounted without it.
+    // A trailing slash is optional (docs/decisions.md#trailing-slash): the router matches /bikes/
+    // to the path /bikes, not /bikes to /bikes/, so routes are mounted without it.
     router[route.method](route.path.replace(/(.)\/$/, '$1'), endpoint(route, handlers[name], checks));
   }
   return router;
