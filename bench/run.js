@@ -448,7 +448,7 @@ async function measureAll(service, baseline, samples) {
 
 /**
  * What the catalog version costs writers: the service's creates with its trigger and without,
- * in turns, on the same process and database (docs/decisions.md, rule 18).
+ * in turns, on the same process and database (docs/decisions.md#conditional-get).
  */
 async function measureVersionCost(service, samples, token, setVersionTrigger) {
   const creates = { with: [], without: [] };

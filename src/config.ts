@@ -29,7 +29,7 @@ export interface Config {
   /** Origin allowed to call the API from a browser; CORS is off when unset. */
   corsOrigin: string | undefined;
   logLevel: string;
-  /** Abuse limits per client (docs/decisions.md, rule 28). */
+  /** Abuse limits per client (docs/decisions.md#abuse-limits). */
   limits: Limits;
   /**
    * TRUST_PROXY: how many proxies of ours stand in front (0: none, the peer is the client). The

@@ -5,7 +5,7 @@ import path from 'node:path';
 /**
  * Code, configuration and docs cite a decision by its heading's anchor
  * (`docs/decisions.md#who-holds-which-secret`), which does not move when others are added: every
- * such citation must name a heading that is there.
+ * such citation must name a heading that is there, and no rule is cited by a number.
  */
 const ROOT = path.join(__dirname, '..');
 const DECISIONS = 'docs/decisions.md';
@@ -18,19 +18,31 @@ const anchorOf = (heading: string) =>
     .replace(/[^\p{L}\p{N}\s_-]/gu, '')
     .replace(/\s/g, '-');
 
+/** A rule named by a number: the word "rule" or "rules", a space, digits. Numbers move when rules are added. */
+const RULE_NUMBER = /\brules? \d+/gi;
+
+/**
+ * Applied migrations keep their text as it was: the migration runner records each one's checksum
+ * and warns at start when an applied one was edited. Their comments may cite the numbers of old.
+ */
+const KEPT_AS_APPLIED = /^prisma\/migrations\//;
+
 describe('citations of docs/decisions.md by anchor', () => {
-  const anchors = new Set(
-    fs
-      .readFileSync(path.join(ROOT, DECISIONS), 'utf8')
-      .split('\n')
-      .flatMap((line) => /^#{1,6} (.+)$/.exec(line)?.[1] ?? [])
-      .map(anchorOf),
-  );
+  // Each heading's level (2 for ##) and anchor.
+  const headings = fs
+    .readFileSync(path.join(ROOT, DECISIONS), 'utf8')
+    .split('\n')
+    .flatMap((line) => {
+      const match = /^(#{1,6}) (.+)$/.exec(line);
+      return match ? [{ level: match[1].length, anchor: anchorOf(match[2]) }] : [];
+    });
+  const anchors = new Set(headings.map(({ anchor }) => anchor));
   // Every tracked file, as git lists it (no build output, no dependencies).
   const files = execFileSync('git', ['ls-files'], { cwd: ROOT, encoding: 'utf8' }).split('\n').filter(Boolean);
-  const citations = files.flatMap((file) => {
-    const text = fs.readFileSync(path.join(ROOT, file), 'utf8');
-    const cited = [...text.matchAll(/docs\/decisions\.md#([\w-]+)/g)].map((match) => match[1]);
+  const texts = files.map((file) => ({ file, text: fs.readFileSync(path.join(ROOT, file), 'utf8') }));
+  const citations = texts.flatMap(({ file, text }) => {
+    // `docs/decisions.md#bodies`, or a link from beside it in docs/: `](decisions.md#bodies)`.
+    const cited = [...text.matchAll(/(?:docs\/|\]\()decisions\.md#([\w-]+)/g)].map((match) => match[1]);
     // Inside the page itself, a link to one of its own headings.
     const inPage = file === DECISIONS ? [...text.matchAll(/\]\(#([\w-]+)\)/g)].map((match) => match[1]) : [];
     return [...cited, ...inPage].map((anchor) => ({ file, anchor }));
@@ -42,5 +54,33 @@ describe('citations of docs/decisions.md by anchor', () => {
 
   it('names a heading that exists, in every one', () => {
     expect(citations.filter(({ anchor }) => !anchors.has(anchor))).toEqual([]);
+  });
+
+  it('gives every heading an anchor of its own (a second one would be renamed "-1")', () => {
+    const all = headings.map(({ anchor }) => anchor);
+    expect(all.filter((anchor, i) => all.indexOf(anchor) !== i)).toEqual([]);
+  });
+
+  it('cites no rule by a number', () => {
+    const byNumber = texts
+      .filter(({ file }) => !KEPT_AS_APPLIED.test(file))
+      .flatMap(({ file, text }) =>
+        text
+          .split('\n')
+          .flatMap((line, i) => (line.match(RULE_NUMBER) ?? []).map((found) => `${file}:${i + 1}: ${found}`)),
+      );
+    expect(byNumber).toEqual([]);
+  });
+
+  // Not a failure: a list to read, of the decisions (every heading below the page's title) that no
+  // file under test/ names.
+  it('lists the decisions no test cites', () => {
+    const citedByTests = new Set(citations.filter(({ file }) => file.startsWith('test/')).map(({ anchor }) => anchor));
+    const decisions = headings.filter(({ level }) => level > 1).map(({ anchor }) => anchor);
+    const uncited = decisions.filter((anchor) => !citedByTests.has(anchor));
+    console.log(
+      `${uncited.length} of ${decisions.length} decisions no test cites:\n` +
+        uncited.map((anchor) => `  ${DECISIONS}#${anchor}`).join('\n'),
+    );
   });
 });

@@ -25,7 +25,7 @@ export interface Tokens {
 /**
  * `verify` remembers the tokens it accepted, by their exact text, until they expire: a client
  * sends the same token with every write for up to 30 minutes, and jsonwebtoken's verification
- * cost about 35 µs of each write's CPU (docs/decisions.md, Tokens). Any other text, a token
+ * cost about 35 µs of each write's CPU (docs/decisions.md#tokens). Any other text, a token
  * signed anew included, is verified in full.
  */
 export function createTokens(secret: string): Tokens {
@@ -40,7 +40,7 @@ export function createTokens(secret: string): Tokens {
     if (typeof payload === 'string') throw new Error('token payload is not an object');
     const { iat, exp } = payload;
     // Only tokens that live as long as ours do: a correctly signed token without exp, or with a
-    // longer life, is refused too (docs/decisions.md rule 13).
+    // longer life, is refused too (docs/decisions.md#tokens).
     if (typeof iat !== 'number' || typeof exp !== 'number') throw new Error('token has no iat or exp');
     if (exp <= iat || exp - iat > TOKEN_LIFETIME_SECONDS) throw new Error('token lives longer than 1800 s');
     if (iat > Date.now() / 1000 + CLOCK_SKEW_SECONDS) throw new Error('token issued in the future');

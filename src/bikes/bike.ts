@@ -83,7 +83,10 @@ export type BikeFields = yup.InferType<typeof bikeFields>;
 export type Bike = yup.InferType<typeof bike>;
 export type BikePatch = yup.InferType<typeof patch>;
 
-/** The title with every space (U+0020) turned into '-', then lowercased, and nothing else (rule 1). */
+/**
+ * The title with every space (U+0020) turned into '-', then lowercased, and nothing else
+ * (docs/decisions.md#handle).
+ */
 export function deriveHandle(title: string): string {
   return title.replaceAll(' ', '-').toLowerCase();
 }

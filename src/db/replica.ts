@@ -148,7 +148,7 @@ export function replicaReads(primaryPool: ServicePool, replicaPool: ServicePool)
 
   /**
    * Without the primary, the lag cannot be measured: the replica serves the reads if it is still
-   * a replica of the primary's cluster, marked as possibly stale (docs/decisions.md, rule 26).
+   * a replica of the primary's cluster, marked as possibly stale (docs/decisions.md#reads-while-the-primary-is-away).
    */
   const judgeWithoutPrimary = async (replicaSide: ReturnType<typeof askReplica>) => {
     const [replica] = (await replicaSide).rows;

@@ -278,7 +278,8 @@ export const API_ROUTES = {
     limit: 'writes',
     input: input({ body: patch }),
     invalid: 400,
-    // The bike must exist before its fields are judged: a missing bike is 404 first (rule 9).
+    // The bike must exist before its fields are judged: a missing bike is 404 first
+    // (docs/decisions.md#partial-update-patch).
     bikeBeforeBody: true,
     preconditions: true,
     writesBike: true,

@@ -70,7 +70,7 @@ function parserFor(charset: string): Koa.Middleware {
 }
 
 /**
- * The body of a request, as docs/decisions.md rules 12 and 27 read it: `{}` when empty; refused
+ * The body of a request, as docs/decisions.md#bodies and docs/decisions.md#numbers read it: `{}` when empty; refused
  * with `invalid` (400, or 404 on PUT) when it cannot be read faithfully (a number with no nearest
  * double included); 413 over 1 MB, and 415 in a coding it cannot decode, both unread.
  */
@@ -111,7 +111,7 @@ export async function readBody(ctx: Koa.Context, invalid: number): Promise<unkno
   // iconv-lite turned into U+FFFD: either way not the client's data.
   if (typeof text !== 'string' || (!UNICODE_CHARSET.test(charset) && text.includes('\uFFFD'))) throw refuse();
   // A number JSON.parse turned into 0 or Infinity (1e-400, 1e400), anywhere in the body: not
-  // the client's number either (rule 27).
+  // the client's number either (docs/decisions.md#numbers).
   if (kind === 'json' && numberWithoutDouble(text) !== undefined) throw refuse();
   return ctx.request.body;
 }

@@ -31,7 +31,7 @@ export interface RouteDeclaration<Input> {
   token?: boolean;
   /**
    * What the handler gets: a yup object of `body` (a route that has one reads the request body,
-   * docs/decisions.md rule 12), `query` (the query string's parameters) and `headers` (those the
+   * docs/decisions.md#bodies), `query` (the query string's parameters) and `headers` (those the
    * route reads, by their lowercase names), checked before the handler runs. Whatever fails it
    * is answered with `invalid`.
    */
@@ -48,7 +48,7 @@ export interface RouteDeclaration<Input> {
   preconditions?: boolean;
   /** The 200 carries the ETag of the bike as written. */
   writesBike?: boolean;
-  /** The abuse limit the route counts against (rule 28; limits.ts): 429 over it. */
+  /** The abuse limit the route counts against (docs/decisions.md#abuse-limits; limits.ts): 429 over it. */
   limit?: LimitKind;
   /**
    * The request body, for the OpenAPI document: its schema's name there, what it is, an example,
@@ -174,7 +174,10 @@ export function corsHeadersOf(routes: Record<string, RouteDeclaration<unknown>>)
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-/** A path that is not valid percent-encoding (/bikes/by-handle/%ZZ) names nothing: 404 (rule 6). */
+/**
+ * A path that is not valid percent-encoding (/bikes/by-handle/%ZZ) names nothing: 404
+ * (docs/decisions.md#ids-and-path-segments).
+ */
 export function isWellFormedPath(path: string): boolean {
   try {
     decodeURIComponent(path);
@@ -185,8 +188,9 @@ export function isWellFormedPath(path: string): boolean {
 }
 
 /**
- * The bearer token, the second word of the Authorization header (rule 14): none is 401, one that
- * fails verification 403. Its payload is attached to the request, as the specification says.
+ * The bearer token, the second word of the Authorization header
+ * (docs/decisions.md#authorization-header): none is 401, one that fails verification 403. Its
+ * payload is attached to the request, as the specification says.
  */
 function authenticate(ctx: Koa.Context, tokens: Tokens): void {
   const token = ctx.get('Authorization').split(' ')[1];
@@ -308,8 +312,8 @@ export function routerOf<Routes extends Record<string, RouteDeclaration<unknown>
   const router = newRouter();
   for (const name in routes) {
     const route = routes[name];
-    // A trailing slash is optional (rule 16): the router matches /bikes/ to the path /bikes,
-    // not /bikes to /bikes/, so routes are mounted without it.
+    // A trailing slash is optional (docs/decisions.md#trailing-slash): the router matches /bikes/
+    // to the path /bikes, not /bikes to /bikes/, so routes are mounted without it.
     router[route.method](route.path.replace(/(.)\/$/, '$1'), endpoint(route, handlers[name], checks));
   }
   return router;

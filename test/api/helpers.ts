@@ -296,7 +296,7 @@ export const NUL_FIELDS = [
   'priceRange.maxPrice.currencyCode',
 ];
 
-/** Doubles, sent as JSON.stringify writes them: each must read back as the same double (rule 27). */
+/** Doubles, sent as JSON.stringify writes them: each must read back as the same double (docs/decisions.md#numbers). */
 export const EXACT_NUMBERS = [
   -1,
   -273.15,

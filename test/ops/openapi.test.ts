@@ -51,12 +51,14 @@ const HTTP_OWN_HEADERS = new Set([
 ]);
 
 /**
- * The statuses each operation may answer, from the specification and docs/decisions.md (#errors:
- * 503 when the database is down; #a-5xx-says-what-was-written: 504 for a write whose outcome is
- * unknown; #conditional-writes: 412 when a write's If-Match or If-None-Match does not hold;
- * #idempotency-keys: 409 and 422 for an Idempotency-Key in use, or used with other fields;
- * #abuse-limits: 429 over an abuse limit; #content-codings: 415 for a body in a coding the service
- * cannot decode, on every route that reads one).
+ * The statuses each operation may answer, from the specification and docs/decisions.md:
+ * docs/decisions.md#no-5xx-from-input: 503 when the database is down;
+ * docs/decisions.md#a-5xx-says-what-was-written: 504 for a write whose outcome is unknown;
+ * docs/decisions.md#conditional-writes: 412 when a write's If-Match or If-None-Match does not hold;
+ * docs/decisions.md#idempotency-keys: 409 and 422 for an Idempotency-Key in use, or used with
+ * other fields; docs/decisions.md#abuse-limits: 429 over an abuse limit;
+ * docs/decisions.md#content-codings: 415 for a body in a coding the service cannot decode, on
+ * every route that reads one.
  */
 const ALLOWED_STATUSES: Record<string, number[]> = {
   browseBikes: [200, 304, 400, 431, 503],

@@ -3,8 +3,8 @@ import { CLIENT_FIELDS, client, type Client, newBike } from '../support/bikes';
 import { startTestService, type TestService } from '../support/service';
 
 /**
- * Races (docs/decisions.md rule 9): parallel creates, parallel PATCHes of different fields of one bike, and
- * PUT, PATCH and DELETE racing on one id. No 5xx, nothing lost, nothing half-written.
+ * Races (docs/decisions.md#partial-update-patch): parallel creates, parallel PATCHes of different
+ * fields of one bike, and PUT, PATCH and DELETE racing on one id. No 5xx, nothing lost, nothing half-written.
  */
 
 type Field = (typeof CLIENT_FIELDS)[number];

@@ -5,7 +5,7 @@ import { client, newBike } from '../support/bikes';
 import { startTestService, type TestService } from '../support/service';
 
 /**
- * Body and time limits (docs/decisions.md rule 12): bodies over 1 MB get 413 without being read whole, and
+ * Body and time limits (docs/decisions.md#bodies): bodies over 1 MB get 413 without being read whole, and
  * the client's next request still succeeds; a client too slow with its headers or its body is
  * cut off.
  */

@@ -1,0 +1,79 @@
+import fs from 'node:fs';
+import path from 'node:path';
+
+/**
+ * docs/architecture.md names files and what they declare; it must stay true of the code. Every
+ * backticked path it gives must exist, and every backticked name it places in a file
+ * ("`check` in `src/bikes/yup.ts`", "`src/db/pool.ts` (`writeOn`, `ROLE_SETTINGS`)") must be
+ * declared there.
+ */
+const ROOT = path.join(__dirname, '..');
+const markdown = fs.readFileSync(path.join(ROOT, 'docs', 'architecture.md'), 'utf8');
+
+/** Everything between backticks, in the order written. */
+const backticked = [...markdown.matchAll(/`([^`\n]+)`/g)].map((match) => match[1]);
+
+/** A path from the project's root: a folder of ours and what follows (`src/http/route.ts`, `test/api/`), or a file with an extension. */
+const PATH = /^(?:(?:src|test|prisma|bench|deploy|docs)\/[\w.*/-]*|[\w.-]+\.(?:ts|js|json|yml|sql|prisma|sh|md))$/;
+
+/** Whether `name` (a path, `*` standing for any part of one name) names a file or folder. */
+function exists(name: string): boolean {
+  if (!name.includes('*')) return fs.existsSync(path.join(ROOT, name));
+  const folder = path.dirname(name);
+  const pattern = new RegExp(`^${path.basename(name).replace(/\./g, '\\.').replace(/\*/g, '[^/]*')}$`);
+  return fs.existsSync(path.join(ROOT, folder)) && fs.readdirSync(path.join(ROOT, folder)).some((f) => pattern.test(f));
+}
+
+/** A list of backticked names: "`a`", "`a`, `b`", "`a` and `b`", "`a`, `b` and `c`". */
+const NAMES = '`[\\w.]+`(?:(?:, | and )`[\\w.]+`)*';
+const namesIn = (list: string) => [...list.matchAll(/`([\w.]+)`/g)].map((match) => match[1]);
+
+/** The names the page places in a file: "NAMES in `file`" and "`file` (NAMES)". */
+const placed = [
+  ...[...markdown.matchAll(new RegExp(`(${NAMES}) in \`([^\`]+)\``, 'g'))].map((match) => ({
+    file: match[2],
+    names: namesIn(match[1]),
+  })),
+  ...[...markdown.matchAll(new RegExp(`\`([^\`]+)\` \\((${NAMES})\\)`, 'g'))].map((match) => ({
+    file: match[1],
+    names: namesIn(match[2]),
+  })),
+].flatMap(({ file, names }) => names.map((name) => ({ file, name })));
+
+/**
+ * Whether `text` declares `name`: a function, class, variable, type or enum of that name, an
+ * export of it, or a key or method of an object (`replaceBike: {`, `async replace(`). A dotted
+ * name (`API_ROUTES.replaceBike`) is each of its parts.
+ */
+function declares(text: string, name: string): boolean {
+  return name
+    .split('.')
+    .every((part) =>
+      [
+        new RegExp(`\\b(?:function\\*?|const|let|var|class|interface|type|enum)\\s+${part}\\b`),
+        new RegExp(`\\bexport\\s*(?:type\\s*)?\\{[^}]*\\b${part}\\b[^}]*\\}`),
+        new RegExp(`^\\s*(?:async\\s+)?${part}\\s*[:(]`, 'm'),
+      ].some((declaration) => declaration.test(text)),
+    );
+}
+
+describe('docs/architecture.md against the code', () => {
+  const paths = backticked.filter((name) => PATH.test(name));
+
+  it('finds paths and names placed in files (this test reads the page as it is written)', () => {
+    expect(paths.length).toBeGreaterThan(20);
+    expect(placed.length).toBeGreaterThan(20);
+  });
+
+  it('names only paths that exist', () => {
+    expect(paths.filter((name) => !exists(name))).toEqual([]);
+  });
+
+  it('places each name in a file that declares it', () => {
+    const wrong = placed.filter(
+      ({ file, name }) =>
+        !PATH.test(file) || !exists(file) || !declares(fs.readFileSync(path.join(ROOT, file), 'utf8'), name),
+    );
+    expect(wrong).toEqual([]);
+  });
+});
