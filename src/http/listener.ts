@@ -8,7 +8,7 @@ import type { AddressInfo, Socket } from 'node:net';
  * `Connection: close`, http-graceful-shutdown destroys sockets (a 413 then lost to a reset).
  */
 
-export const LIMITS = {
+const LIMITS = {
   /** Room for a 100 KB Authorization header, so an oversized token is judged (403), not refused. */
   maxHeaderSize: 256 * 1024,
   /** A client must finish its request line and headers within this time (else 408, closed). */

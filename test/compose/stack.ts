@@ -78,7 +78,7 @@ interface EngineContainer {
   Labels: Record<string, string>;
 }
 
-export interface Container {
+interface Container {
   name: string;
   service: string;
   state: string;
@@ -88,7 +88,7 @@ export interface Container {
   exitCode: number | undefined;
 }
 
-export class Stack {
+class Stack {
   readonly project: string;
   /** Every volume on the engine before the first `up`: anonymous ones carry no project label. */
   private volumesBefore: Set<string> | undefined;
