@@ -56,7 +56,7 @@ const layerRules = Object.entries(LAYERS).map(([folder, forbidden]) => ({
 }));
 
 module.exports = defineConfig([
-  globalIgnores(['dist/', 'coverage/', '.data/', 'src/generated/']),
+  globalIgnores(['dist/', 'dist-dev/', 'coverage/', '.data/', 'src/generated/']),
   js.configs.recommended,
   tseslint.configs.recommended,
   {

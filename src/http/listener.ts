@@ -130,9 +130,12 @@ function onClientError(err: NodeJS.ErrnoException, socket: Socket): void {
  */
 function listenFailure(err: NodeJS.ErrnoException, port: number): Error {
   if (err.code === 'EADDRINUSE') {
-    return new Error(`port ${port} is already in use (is another \`npm start\` running?); set PORT to another port`, {
-      cause: err,
-    });
+    return new Error(
+      `port ${port} is already in use (is another \`npm start\` or \`npm run dev\` running?); set PORT to another port`,
+      {
+        cause: err,
+      },
+    );
   }
   if (err.code === 'EACCES') {
     return new Error(`port ${port} needs privileges this process does not have; set PORT to a port above 1023`, {
