@@ -177,9 +177,12 @@ class Stack {
     ];
   }
 
-  /** `down -v`, whatever state the stack is in: for afterAll. */
+  /**
+   * `down -v`, whatever state the stack is in: for afterAll. `--rmi local` removes the service's
+   * images too: they are named after this test's project, so no later run would use them.
+   */
   async remove(): Promise<void> {
-    await this.compose(['down', '-v', '--remove-orphans', '--timeout', '20']).catch(() => undefined);
+    await this.compose(['down', '-v', '--rmi', 'local', '--remove-orphans', '--timeout', '20']).catch(() => undefined);
   }
 }
 
