@@ -76,7 +76,7 @@ const layerRules = [
 ];
 
 module.exports = defineConfig([
-  globalIgnores(['dist/', 'coverage/', '.data/', 'src/generated/']),
+  globalIgnores(['dist/', 'dist-dev/', 'coverage/', '.data/', 'src/generated/']),
   js.configs.recommended,
   tseslint.configs.recommended,
   {

@@ -46,7 +46,7 @@ export interface Config {
   maxEventStreams: number;
 }
 
-export interface Limits {
+interface Limits {
   /** RATE_LIMIT_TOKENS: tokens a client may get per minute, over all instances. */
   tokensPerMinute: number;
   /** RATE_LIMIT_WRITES: creates, replaces, updates and deletes per client per minute, over all instances. */

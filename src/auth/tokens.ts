@@ -3,14 +3,14 @@ import jwt from 'jsonwebtoken';
 import { LRUCache } from 'lru-cache';
 
 /** Tokens are HS256 JWTs carrying `{ username, iat, exp }` and live 30 minutes. */
-export const TOKEN_LIFETIME_SECONDS = 1800;
+const TOKEN_LIFETIME_SECONDS = 1800;
 const ALGORITHM = 'HS256';
 /** How far ahead of this machine's clock another instance's may run. */
 const CLOCK_SKEW_SECONDS = 5;
 /** How many verified tokens are remembered (about 300 bytes each). */
 const VERIFIED_TOKENS = 10_000;
 
-export interface TokenPayload {
+interface TokenPayload {
   username?: string;
   iat: number;
   exp: number;

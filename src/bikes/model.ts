@@ -14,6 +14,7 @@ type TableOwnFields =
 /**
  * The model's fields that make a bike (seq, version, insertedAt, updatedAt and the generated keys
  * GET /bikes orders and filters by are the table's own).
+ * @public bench/minimal/koa-prisma.js and bench/equivalent/koa-prisma.js require it from dist/.
  */
 export const BIKE_SELECT = {
   id: true,

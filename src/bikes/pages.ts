@@ -39,7 +39,7 @@ interface KeyColumn {
  * price's amount (prices in two currencies do not compare); `updatedAt` by when a bike last
  * changed (a trigger sets it, whoever writes).
  */
-export const ORDERS = {
+const ORDERS = {
   created: [],
   title: [{ column: 'title_key', type: 'text' }],
   price: [

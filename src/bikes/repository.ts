@@ -135,6 +135,7 @@ const IDEMPOTENCY_LOCK_SEED = 2_024_112_303;
 /** How long an Idempotency-Key is remembered (docs/decisions.md#idempotency-keys: at least 24 hours). */
 const IDEMPOTENCY_KEY_LIFETIME = '24 hours';
 
+/** @public bench/run.js requires them from dist/ (--explain). */
 export const statements = {
   /** On the primary key. */
   byId: prepare({ id: param<string>() }, (p) =>

@@ -28,12 +28,6 @@ export function check<T>(schema: yup.Schema<T>, value: unknown): Checked<T> {
   return { valid: true, value: pick(description, value) as T };
 }
 
-/** `body` checked against `schema` (see check); undefined when it does not pass. */
-export function validate<T>(schema: yup.Schema<T>, body: unknown): T | undefined {
-  const checked = check(schema, body);
-  return checked.valid ? checked.value : undefined;
-}
-
 type Description = yup.SchemaDescription & { fields?: Record<string, Description> };
 
 const descriptions = new WeakMap<yup.Schema, Description>();

@@ -11,7 +11,7 @@ import { ROLE_SETTINGS } from './pool';
  * migrate commands need a binary that cannot be downloaded on every machine this runs on.)
  */
 
-export const MIGRATIONS_DIR = path.join(__dirname, '..', '..', 'prisma', 'migrations');
+const MIGRATIONS_DIR = path.join(__dirname, '..', '..', 'prisma', 'migrations');
 
 /** The advisory lock key `prisma migrate` itself takes, so the CLI and this runner exclude each other. */
 const PRISMA_MIGRATE_LOCK_KEY = 72707369;
@@ -103,6 +103,7 @@ async function appliedMigrations(client: Client): Promise<Map<string, AppliedRow
  * the lock, reads again what is applied (another instance may have applied it meanwhile), and
  * then applies it and records it, or leaves it. Creating `_prisma_migrations` is such a
  * transaction too.
+ * @internal The tests migrate their databases with it; the service and the tools call prepareToServe or prepareDatabase.
  */
 export async function migrate(
   databaseUrl: string,

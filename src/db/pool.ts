@@ -104,7 +104,7 @@ export class ServerDownError extends Error {}
  * pool is closed, so what waits on them fails at once (503, or 504 for a write in flight) instead
  * of at the 30 s cut-off, and new requests fail at once until it answers again.
  */
-export interface ServerWatch {
+interface ServerWatch {
   /** Set while the server is down or hangs. */
   down(): ServerDownError | undefined;
   /**

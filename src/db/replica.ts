@@ -5,7 +5,10 @@ import { acquire, type Query, queryOn, queryOnClient, type ServicePool } from '.
 
 export type { Query };
 
-/** Reads go to the replica while it is at most this far behind the primary. */
+/**
+ * Reads go to the replica while it is at most this far behind the primary.
+ * @internal test/scale/replica.test.ts measures the lag against it.
+ */
 export const MAX_REPLICA_LAG_MS = 2_000;
 const CHECK_EVERY_MS = 250;
 /** A check that takes longer marks the replica unusable (the next one starts once it settles). */
@@ -22,7 +25,7 @@ const REPLICA_READ_DEADLINE_MS = 1_000;
  * at most for the pool's cut-off (30 s: QUERY_TIMEOUT_MS in pool.ts), after which the
  * connection is cancelled and closed, and a list still streaming from it is cut.
  */
-export interface Snapshot {
+interface Snapshot {
   query: Query;
   /** Ends the transaction and gives the connection back; safe to call more than once. */
   close(): Promise<void>;

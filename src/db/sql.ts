@@ -40,9 +40,8 @@ export function param<T>(): RawBuilder<T> {
 /** The values a statement's parameters take, by name. */
 type ValuesOf<Params> = { [Name in keyof Params]: Params[Name] extends RawBuilder<infer T> ? T : never };
 
-/** A statement compiled once: its text, and a way to run it with typed values for typed rows. */
+/** A statement compiled once: a way to run it with typed values for typed rows. */
 export interface Statement<Params, Row> {
-  readonly text: string;
   run(query: Query, values: ValuesOf<Params>): Promise<Row[]>;
 }
 
@@ -67,7 +66,6 @@ export function prepare<Params extends Record<string, RawBuilder<unknown>>, Row>
   }
   if (/\$param\d+\$/.test(text)) throw new Error(`a statement uses a parameter it does not list: ${compiled}`);
   return {
-    text,
     run: async (query, values) =>
       (
         await query<Row & object>(

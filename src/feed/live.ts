@@ -23,7 +23,10 @@ import {
  * point: none is missed at the hand-over, none given twice.
  */
 
-/** How often the shared poll reads the log while anyone follows: the most a change waits for it. */
+/**
+ * How often the shared poll reads the log while anyone follows: the most a change waits for it.
+ * @public bench/live.js requires it from dist/.
+ */
 export const POLL_MS = 100;
 
 /** Changes one read gives at most, to a follower catching up or to the shared poll. */

@@ -34,7 +34,7 @@ const pageSize = (max: number) =>
   yup.number().typeError(WRONG_TYPE).strict().integer('${path} is not a whole number').min(1).max(max);
 
 /** The most changes one page of the feed gives. */
-export const MAX_CHANGES_PAGE = 1000;
+const MAX_CHANGES_PAGE = 1000;
 
 /** A cursor the service gave, as a client sends it back. */
 const cursor = () => yup.string().typeError(WRONG_TYPE).strict().min(1);
@@ -52,7 +52,7 @@ const queryText = () =>
     .matches(/^[^\u0000]*$/, '${path} contains U+0000');
 
 /** The most bikes one page of GET /bikes gives, and how many when the client does not say. */
-export const MAX_PAGE = 250;
+const MAX_PAGE = 250;
 export const DEFAULT_PAGE = 24;
 
 /** GET /bikes's filters, one schema each (pages.ts says what each means in SQL). */

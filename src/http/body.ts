@@ -8,7 +8,7 @@ import { ACCEPTED_CONTENT_CODINGS } from './headers';
 import { numberWithoutDouble } from './json-numbers';
 import { inviteBody } from './listener';
 
-export const BODY_LIMIT_BYTES = 1024 * 1024;
+const BODY_LIMIT_BYTES = 1024 * 1024;
 const BODY_LIMIT = '1mb';
 
 const JSON_TYPES = ['application/json', 'application/*+json'];

@@ -39,7 +39,7 @@ const markOf = (triggers: string) => createHash('sha1').update(triggers).digest(
 let marked = { triggers: '', mark: markOf('') };
 
 /** The triggers' state, short: what a cursor remembers of it. */
-export function triggersMark(triggers: string): string {
+function triggersMark(triggers: string): string {
   if (marked.triggers !== triggers) marked = { triggers, mark: markOf(triggers) };
   return marked.mark;
 }

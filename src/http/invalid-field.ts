@@ -2,7 +2,7 @@
  * A 400 names the field that failed in a header, the body staying the bare reason phrase
  * (docs/decisions.md#which-field-failed).
  */
-export const INVALID_FIELD_HEADER = 'X-Invalid-Field';
+const INVALID_FIELD_HEADER = 'X-Invalid-Field';
 
 /**
  * The header for a route input that failed at `path`, yup's path in the input (routerOf checks

@@ -8,7 +8,7 @@ import type { AddressInfo, Socket } from 'node:net';
  * `Connection: close`, http-graceful-shutdown destroys sockets (a 413 then lost to a reset).
  */
 
-export const LIMITS = {
+const LIMITS = {
   /** Room for a 100 KB Authorization header, so an oversized token is judged (403), not refused. */
   maxHeaderSize: 256 * 1024,
   /** A client must finish its request line and headers within this time (else 408, closed). */
@@ -130,9 +130,12 @@ function onClientError(err: NodeJS.ErrnoException, socket: Socket): void {
  */
 function listenFailure(err: NodeJS.ErrnoException, port: number): Error {
   if (err.code === 'EADDRINUSE') {
-    return new Error(`port ${port} is already in use (is another \`npm start\` running?); set PORT to another port`, {
-      cause: err,
-    });
+    return new Error(
+      `port ${port} is already in use (is another \`npm start\` or \`npm run dev\` running?); set PORT to another port`,
+      {
+        cause: err,
+      },
+    );
   }
   if (err.code === 'EACCES') {
     return new Error(`port ${port} needs privileges this process does not have; set PORT to a port above 1023`, {

@@ -6,9 +6,15 @@ import { type Logger, REQUEST_LINE } from '../logger';
 const CLIENT_REQUEST_ID = /^[\w.:-]{1,128}$/;
 
 /**
- * An X-Request-Id on every response, and, when the logger writes info lines, one JSON line per
- * request. Nothing of the line is made when it would not be written (LOG_LEVEL above info). Its
- * logger redacts nothing: a request line carries no header and no body, so no credential.
+ * The health checks (src/http/health-router.ts): a container engine or a load balancer asks them
+ * every few seconds, so their lines are debug lines, and the others are not lost among them.
+ */
+const HEALTH_CHECKS = new Set(['/healthz', '/readyz']);
+
+/**
+ * An X-Request-Id on every response, and one JSON line per request: at info, or debug for a
+ * health check. Nothing of the line is made when it would not be written (LOG_LEVEL above its
+ * level). Its logger redacts nothing: a request line carries no header and no body, so no credential.
  */
 export function requestLog(logger: Logger): Koa.Middleware {
   const lines = logger.isLevelEnabled('info') ? logger.child({}, { redact: [] }) : undefined;
@@ -17,7 +23,8 @@ export function requestLog(logger: Logger): Koa.Middleware {
     const requestId = CLIENT_REQUEST_ID.test(given) ? given : randomUUID();
     ctx.state.requestId = requestId;
     ctx.set('X-Request-Id', requestId);
-    if (lines) {
+    const level = HEALTH_CHECKS.has(ctx.path) ? 'debug' : 'info';
+    if (lines?.isLevelEnabled(level)) {
       const started = process.hrtime.bigint();
       // Written once the response is sent (or the connection lost), so streamed bodies count whole.
       ctx.res.once('close', () => {
@@ -29,7 +36,7 @@ export function requestLog(logger: Logger): Koa.Middleware {
           durationMs: Number(process.hrtime.bigint() - started) / 1e6,
           aborted: ctx.res.writableFinished ? undefined : true,
         };
-        lines.info(line, REQUEST_LINE);
+        lines[level](line, REQUEST_LINE);
       });
     }
     await next();

@@ -86,12 +86,12 @@ export interface RouteDeclaration<Input> {
  * path's bike id (a UUID, lowercased; '' on a route without one), and a write's conditions
  * (If-Match, If-None-Match), in states of the bike.
  */
-export interface RequestFacts {
+interface RequestFacts {
   id: string;
   conditions: WriteConditions;
 }
 
-export type Handler<Input> = (ctx: RouterContext, input: Input, facts: RequestFacts) => Promise<void> | void;
+type Handler<Input> = (ctx: RouterContext, input: Input, facts: RequestFacts) => Promise<void> | void;
 
 /** A handler for each declared route, taking that route's input. */
 export type Handlers<Routes> = {
@@ -99,7 +99,7 @@ export type Handlers<Routes> = {
 };
 
 /** The route's input has a body: then the request body is read. */
-export function hasBody(route: RouteDeclaration<unknown>): boolean {
+function hasBody(route: RouteDeclaration<unknown>): boolean {
   return describe(route.input).fields?.body !== undefined;
 }
 
@@ -110,7 +110,7 @@ export function hasBody(route: RouteDeclaration<unknown>): boolean {
  * limit or an event stream; 503 where the database is needed, and 504 where it writes (an
  * outcome unknown).
  */
-export function errorStatusesOf(route: RouteDeclaration<unknown>): ErrorStatus[] {
+function errorStatusesOf(route: RouteDeclaration<unknown>): ErrorStatus[] {
   const statuses = new Set<ErrorStatus>();
   const invalid = route.invalid ?? 404;
   if (route.token) [401, 403].forEach((s) => statuses.add(s as ErrorStatus));

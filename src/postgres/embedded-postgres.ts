@@ -50,7 +50,7 @@ export interface EmbeddedPostgresOptions {
 }
 
 /** Why the embedded PostgreSQL cannot start, in one line that says what to do. */
-export class EmbeddedPostgresError extends Error {}
+class EmbeddedPostgresError extends Error {}
 
 const SUPERUSER = 'postgres';
 /** The role the service's queries run as: it may read and change the catalog's tables, nothing more. */
@@ -336,7 +336,7 @@ async function holdServerInUse(ServerClient: typeof Client, url: string): Promis
  * started): a fast shutdown (rolls back open transactions, writes a clean checkpoint), by the
  * server user's pg_ctl, which can signal no one else's process.
  */
-export async function stopServer(clusterDir: string): Promise<void> {
+async function stopServer(clusterDir: string): Promise<void> {
   const user = serverUser();
   const pgCtl = (...args: string[]) =>
     spawnSync(path.join(binDir(user), 'pg_ctl'), [...args, '-D', clusterDir], { ...asServerUser(user), stdio: 'pipe' });

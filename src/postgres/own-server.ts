@@ -27,7 +27,7 @@ function procNetAddress(address: string, port: number): string {
 }
 
 /** The uid that made the server's end of this TCP connection (IPv4), or undefined when it is not listed. */
-export function uidOfServerEnd(socket: net.Socket): number | undefined {
+function uidOfServerEnd(socket: net.Socket): number | undefined {
   const { localAddress, localPort, remoteAddress, remotePort } = socket;
   if (!localAddress || !localPort || !remoteAddress || !remotePort) return undefined;
   // The server's end has our remote address as its local one, and ours as its remote one.

@@ -182,7 +182,7 @@ export function renewLease(dataDir: string, clusterDir: string, log: (message: s
  * name left), elsewhere (its DATA_DIR is on another file system, where no lease can be held), or
  * none (made by an older version, or its first start has not finished).
  */
-export type LeaseState = 'held' | 'released' | 'elsewhere' | 'none';
+type LeaseState = 'held' | 'released' | 'elsewhere' | 'none';
 
 function leaseOf(home: string): LeaseState {
   const rootFile = (name: string) => {

@@ -16,7 +16,7 @@ export { newBike };
 export type { Bike, BikeFields };
 
 /** The ten fields of a bike in a response, and nothing else. */
-export const BIKE_KEYS = [...SUPPORT_BIKE_KEYS].sort();
+const BIKE_KEYS = [...SUPPORT_BIKE_KEYS].sort();
 
 export const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 

@@ -78,7 +78,7 @@ interface EngineContainer {
   Labels: Record<string, string>;
 }
 
-export interface Container {
+interface Container {
   name: string;
   service: string;
   state: string;
@@ -88,7 +88,7 @@ export interface Container {
   exitCode: number | undefined;
 }
 
-export class Stack {
+class Stack {
   readonly project: string;
   /** Every volume on the engine before the first `up`: anonymous ones carry no project label. */
   private volumesBefore: Set<string> | undefined;
@@ -177,9 +177,12 @@ export class Stack {
     ];
   }
 
-  /** `down -v`, whatever state the stack is in: for afterAll. */
+  /**
+   * `down -v`, whatever state the stack is in: for afterAll. `--rmi local` removes the service's
+   * images too: they are named after this test's project, so no later run would use them.
+   */
   async remove(): Promise<void> {
-    await this.compose(['down', '-v', '--remove-orphans', '--timeout', '20']).catch(() => undefined);
+    await this.compose(['down', '-v', '--rmi', 'local', '--remove-orphans', '--timeout', '20']).catch(() => undefined);
   }
 }
 

@@ -22,6 +22,7 @@ if (!hasDockerCompose) {
 
 interface Service {
   image?: string;
+  build?: unknown;
   command?: string[];
   ports?: string[];
   environment?: Record<string, string>;
@@ -70,7 +71,6 @@ describe.each(FILES)('%s', (file) => {
 
   it('migrates in a one-shot migrate service, as the superuser, which the api waits for', () => {
     expect(stack.services.migrate).toMatchObject({
-      image: 'bike-catalog-service',
       command: ['node', 'dist/cli/migrate.js'],
       environment: {
         DATABASE_DIRECT_URL_FILE: '/secrets/database_direct_url',
@@ -105,9 +105,16 @@ describe.each(FILES)('%s', (file) => {
 
   it('names every image by a variable whose default is the official image', () => {
     const images = Object.values(stack.services).flatMap((service) => (service.image ? [service.image] : []));
-    for (const image of images.filter((name) => name !== 'bike-catalog-service')) {
+    for (const image of images) {
       expect(image).toMatch(/^\$\{(POSTGRES|PGBOUNCER|NGINX)_IMAGE:-(postgres|edoburu\/pgbouncer|nginx):[\w.-]+\}$/);
     }
+  });
+
+  it("builds the service's image under the project's name, not one every clone on the machine shares", () => {
+    const built = Object.entries(stack.services).filter(([, service]) => service.build !== undefined);
+    expect(built.map(([name]) => name).sort()).toEqual(['api', 'migrate']);
+    // Without `image:`, compose tags it <project>_<service>.
+    for (const [name, service] of built) expect({ name, image: service.image }).toEqual({ name, image: undefined });
   });
 });
 

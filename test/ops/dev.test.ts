@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
@@ -26,6 +26,52 @@ function holdPort(port: number): Promise<net.Server> {
   });
 }
 
+/** The environment of a service on `port` with a test database of its own, and nothing inherited that would override it. */
+async function serviceEnv(port: number): Promise<NodeJS.ProcessEnv> {
+  const { DATABASE_URL: _url, JWT_SECRET: _secret, DATA_DIR: _dir, ...inherited } = process.env;
+  return {
+    ...inherited,
+    PORT: String(port),
+    DATABASE_URL: await createTestDatabase(),
+    JWT_SECRET: randomBytes(32).toString('base64url'),
+    LOG_LEVEL: 'info',
+  };
+}
+
+interface Run {
+  child: ChildProcess;
+  /** stdout and stderr so far. */
+  output(): string;
+  exited: Promise<number | null>;
+}
+
+/** `npm <args>` in `dir`, in a process group of its own (stopped as Ctrl-C stops it, watchers included). */
+function npm(dir: string, args: string[], env: NodeJS.ProcessEnv): Run {
+  const child = spawn('npm', args, { cwd: dir, env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+  let output = '';
+  child.stdout.on('data', (chunk) => (output += chunk));
+  child.stderr.on('data', (chunk) => (output += chunk));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+  return { child, output: () => output, exited };
+}
+
+/** Stops `run` and everything it started, as Ctrl-C does. */
+async function interrupt(run: Run): Promise<void> {
+  process.kill(-(run.child.pid as number), 'SIGINT');
+  await run.exited;
+}
+
+const seen = (run: Run, text: string) => () => (run.output().includes(text) ? true : undefined);
+
+/** How many times the service has said it listens on `port`: one more each time it restarts. */
+const listenings = (run: Run, port: number) =>
+  run
+    .output()
+    .split('\n')
+    .filter((line) => line.includes(`listening on http://localhost:${port}`)).length;
+
+const mtimeOf = (file: string) => fs.statSync(file).mtimeMs;
+
 describe('npm run dev', () => {
   let dir: string;
   beforeAll(() => {
@@ -37,32 +83,17 @@ describe('npm run dev', () => {
   it('says loudly when its port is taken, then rebuilds and restarts when a file under src/ changes, with readable logs', async () => {
     const port = await freePort();
     const holder = await holdPort(port);
-    const { DATABASE_URL: _url, JWT_SECRET: _secret, DATA_DIR: _dir, ...inherited } = process.env;
-    const dev = spawn('npm', ['run', 'dev'], {
-      cwd: dir,
-      env: {
-        ...inherited,
-        PORT: String(port),
-        DATABASE_URL: await createTestDatabase(),
-        JWT_SECRET: randomBytes(32).toString('base64url'),
-        LOG_LEVEL: 'info',
-      },
-      stdio: ['ignore', 'pipe', 'pipe'],
-      // Its own process group: stopped at the end as Ctrl-C stops it, watchers included.
-      detached: true,
-    });
-    let output = '';
-    dev.stdout.on('data', (chunk) => (output += chunk));
-    dev.stderr.on('data', (chunk) => (output += chunk));
-    const exited = new Promise((resolve) => dev.once('exit', resolve));
-    const seen = (text: string) => () => (output.includes(text) ? true : undefined);
+    const dev = npm(dir, ['run', 'dev'], await serviceEnv(port));
     try {
       await waitFor(
         'the port failure',
-        seen(`bike catalog failed to start: port ${port} is already in use (is another \`npm start\` running?)`),
+        seen(
+          dev,
+          `bike catalog failed to start: port ${port} is already in use (is another \`npm start\` or \`npm run dev\` running?)`,
+        ),
         60_000,
       );
-      expect(output).not.toContain('listening on');
+      expect(dev.output()).not.toContain('listening on');
       await new Promise((resolve) => holder.close(resolve));
 
       // An edit the running service can show: the docs page's title.
@@ -84,13 +115,57 @@ describe('npm run dev', () => {
       );
 
       // Human-readable lines (pino-pretty, in a worker: they may follow the page by a moment), not JSON.
-      await waitFor('the listening line', seen(listening), 10_000);
-      const line = output.split('\n').find((text) => text.includes(listening));
+      await waitFor('the listening line', seen(dev, listening), 10_000);
+      const line = dev
+        .output()
+        .split('\n')
+        .find((text) => text.includes(listening));
       expect(line).toMatch(/^\[[\d-]+ [\d:.]+ [^\]]*\] INFO: listening on /);
     } finally {
-      process.kill(-(dev.pid as number), 'SIGINT');
-      await exited;
+      await interrupt(dev);
       holder.close();
+    }
+  }, 120_000);
+
+  it('goes on serving while `npm start` and `npm run db:*` run in the same clone: they build dist/, it runs from dist-dev/', async () => {
+    const port = await freePort();
+    const env = await serviceEnv(port);
+    const dev = npm(dir, ['run', 'dev'], env);
+    try {
+      await waitFor('the dev server', seen(dev, `listening on http://localhost:${port}`), 60_000);
+      // tsc --watch's first pass may restart the service once: wait for it to settle.
+      await new Promise((resolve) => setTimeout(resolve, 3_000));
+      const before = listenings(dev, port);
+
+      // npm start builds dist/ (the dev server never sees it), then finds the port taken: one line, and it exits.
+      const start = npm(dir, ['start'], env);
+      expect(await start.exited).toBe(1);
+      const failures = start
+        .output()
+        .split('\n')
+        .filter((line) => line.includes('failed to start'));
+      expect(failures).toEqual([
+        `bike catalog failed to start: port ${port} is already in use (is another \`npm start\` or \`npm run dev\` running?); set PORT to another port`,
+      ]);
+
+      // A db:* command with nothing changed in src/ rewrites nothing and does not wait for tsc.
+      const built = [path.join(dir, 'dist', 'server.js'), path.join(dir, 'dist', '.tsbuildinfo')];
+      const builtAt = built.map(mtimeOf);
+      for (let run = 0; run < 2; run++) {
+        const began = Date.now();
+        const migrate = npm(dir, ['run', 'db:migrate'], env);
+        expect(await migrate.exited).toBe(0);
+        expect(migrate.output()).toContain('database is up to date');
+        // A full build takes 6 s and more; tsc -b on an unchanged src/ about half a second.
+        expect(Date.now() - began).toBeLessThan(5_000);
+        expect(built.map(mtimeOf)).toEqual(builtAt);
+      }
+
+      // The dev server still answers, and never restarted.
+      expect((await fetch(`http://localhost:${port}/healthz`)).status).toBe(200);
+      expect(listenings(dev, port)).toBe(before);
+    } finally {
+      await interrupt(dev);
     }
   }, 120_000);
 });

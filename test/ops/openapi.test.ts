@@ -5,7 +5,7 @@ import pino from 'pino';
 import { createApp } from '../../src/app';
 import { createTokens } from '../../src/auth/tokens';
 import { bikeFields, patch, replacement } from '../../src/bikes/bike';
-import { validate } from '../../src/bikes/yup';
+import { validate } from '../support/validate';
 import { createBikeRepository } from '../../src/bikes/repository';
 import { connectPool, queryOn } from '../../src/db/pool';
 import { sharedLimit } from '../../src/db/rate-limits';

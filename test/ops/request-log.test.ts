@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { client, newBike } from '../support/bikes';
 import { createTestDatabase } from '../support/databases';
 import { spawnService, type ServiceProcess } from '../support/process';
+import { waitFor } from '../support/wait';
 
 interface LogLine {
   level: number;
@@ -110,5 +111,61 @@ describe('the request log of the running service (node dist/server.js)', () => {
       expect(output.includes(secret)).toBe(false);
     }
     expect(output).not.toMatch(/bearer/i);
+  });
+
+  it('writes no line at info for the health checks, which container engines ask every few seconds', async () => {
+    const api = client(service.baseUrl);
+    for (const path of ['/healthz', '/readyz']) {
+      const res = await api.request('GET', path, { headers: { 'x-request-id': `health-at-info${path}` } });
+      expect(res.status).toBe(200);
+      await res.arrayBuffer();
+    }
+    // A line written after theirs would have been: none of theirs came before it.
+    await (await api.request('GET', '/bikes/all', { headers: { 'x-request-id': 'after-health' } })).arrayBuffer();
+    await lineFor('after-health');
+    expect(requestLines().filter((line) => line.path === '/healthz' || line.path === '/readyz')).toEqual([]);
+  });
+});
+
+describe('the request log at LOG_LEVEL=debug', () => {
+  let service: ServiceProcess;
+
+  beforeAll(async () => {
+    service = await spawnService({
+      DATABASE_URL: await createTestDatabase(),
+      JWT_SECRET: randomBytes(32).toString('base64url'),
+      LOG_LEVEL: 'debug',
+    });
+  });
+  afterAll(async () => {
+    service.child.kill('SIGTERM');
+    await service.exited;
+  });
+
+  it('writes the health checks as debug lines, and the other requests at info', async () => {
+    const api = client(service.baseUrl);
+    for (const [path, id] of [
+      ['/healthz', 'health-1'],
+      ['/readyz', 'health-2'],
+      ['/bikes/all', 'other-1'],
+    ]) {
+      await (await api.request('GET', path, { headers: { 'x-request-id': id } })).arrayBuffer();
+    }
+    const lineOf = (id: string) => () =>
+      service
+        .output()
+        .split('\n')
+        .filter((line) => line.startsWith('{'))
+        .map((line) => JSON.parse(line) as LogLine)
+        .find((line) => line.msg === 'request' && line.requestId === id);
+    expect(await waitFor('the /healthz line', lineOf('health-1'), 2_500)).toMatchObject({
+      level: 20,
+      path: '/healthz',
+    });
+    expect(await waitFor('the /readyz line', lineOf('health-2'), 2_500)).toMatchObject({ level: 20, path: '/readyz' });
+    expect(await waitFor('the /bikes/all line', lineOf('other-1'), 2_500)).toMatchObject({
+      level: 30,
+      path: '/bikes/all',
+    });
   });
 });

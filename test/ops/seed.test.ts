@@ -3,7 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Client } from 'pg';
 import { type Bike, bikeFields, deriveHandle } from '../../src/bikes/bike';
-import { validate } from '../../src/bikes/yup';
+import { validate } from '../support/validate';
 import { startEmbeddedPostgres } from '../../src/postgres/embedded-postgres';
 import { createTestDatabase } from '../support/databases';
 import { startTestService } from '../support/service';

@@ -64,7 +64,7 @@ describe('the running service (node dist/server.js) at start-up', () => {
       const second = await launchService({ ...env, PORT: port });
       expect(await second.exited).toEqual({ code: 1, signal: null });
       expect(second.errors()).toBe(
-        `bike catalog failed to start: port ${port} is already in use (is another \`npm start\` running?); ` +
+        `bike catalog failed to start: port ${port} is already in use (is another \`npm start\` or \`npm run dev\` running?); ` +
           'set PORT to another port\n',
       );
       expect(logLines(second).filter((entry) => LISTENING.test(entry.msg))).toEqual([]);

@@ -6,7 +6,7 @@ import http from 'node:http';
  * comments and the `retry:` values, in order.
  */
 
-export interface ServerSentEvent {
+interface ServerSentEvent {
   /** The last event id as of this event (an `id:` line sets it). */
   id: string;
   /** The event's type: `message` unless an `event:` line said otherwise. */

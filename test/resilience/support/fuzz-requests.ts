@@ -18,7 +18,7 @@ export interface World {
   handles: string[];
 }
 
-export type Auth = 'valid' | 'missing' | 'invalid';
+type Auth = 'valid' | 'missing' | 'invalid';
 export type BodyKind =
   | 'none'
   | 'valid-create'
@@ -48,7 +48,7 @@ class Raw {
   constructor(readonly text: string) {}
 }
 
-export function serialize(value: unknown): string {
+function serialize(value: unknown): string {
   if (value instanceof Raw) return value.text;
   if (Array.isArray(value)) return `[${value.map(serialize).join(',')}]`;
   if (value && typeof value === 'object') {
@@ -102,7 +102,7 @@ const finiteNumber = fc.oneof(
 
 const money = fc.record({ amount: finiteNumber, currencyCode: storableText });
 
-export const bikeFields = fc.record({
+const bikeFields = fc.record({
   title: storableText,
   productType: storableText,
   createdAt: storableText,

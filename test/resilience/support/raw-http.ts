@@ -25,9 +25,9 @@ export interface RawResponse {
   closed: boolean;
 }
 
-export class DroppedConnection extends Error {}
+class DroppedConnection extends Error {}
 
-export function encodeRequest(request: RawRequest): Buffer {
+function encodeRequest(request: RawRequest): Buffer {
   const framing = request.framing ?? 'length';
   const lines = [`${request.method} ${request.target} HTTP/1.1`];
   for (const [name, value] of request.headers ?? []) lines.push(`${name}: ${value}`);
@@ -48,7 +48,7 @@ export function encodeRequest(request: RawRequest): Buffer {
 type Parsed = { response: Omit<RawResponse, 'closed'>; rest: Buffer } | 'incomplete';
 
 /** Parses one response from the front of `data`; `ended` says the server closed the connection. */
-export function parseResponse(data: Buffer, isHead: boolean, ended: boolean): Parsed {
+function parseResponse(data: Buffer, isHead: boolean, ended: boolean): Parsed {
   let start = 0;
   for (;;) {
     const headEnd = data.indexOf('\r\n\r\n', start);

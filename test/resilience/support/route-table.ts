@@ -45,7 +45,7 @@ interface Route {
 
 const READ = (statuses: number[]): Table => ({ GET: statuses });
 
-export const ROUTES: Route[] = [
+const ROUTES: Route[] = [
   { pattern: /^\/bikes\/all$/, methods: READ([200]) },
   { pattern: /^\/bikes\/changes$/, methods: READ([200, 400, 410]) },
   { pattern: /^\/bikes\/search\/by-title$/, methods: READ([200, 400]) },
@@ -81,7 +81,7 @@ export interface Expectation {
 }
 
 /** The path of a request target as Koa's router matches it. */
-export function routedPath(target: string): string {
+function routedPath(target: string): string {
   let path = target.replace(/^https?:\/\/[^/]*/i, '');
   const query = path.indexOf('?');
   if (query >= 0) path = path.slice(0, query);
