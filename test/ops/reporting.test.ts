@@ -1,5 +1,7 @@
+import { execFile, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { promisify } from 'node:util';
 import { Client } from 'pg';
 import type { Bike, BikeFields } from '../../src/bikes/bike';
 import { client, newBike } from '../support/bikes';
@@ -14,6 +16,12 @@ import { runSeed } from './seed-cli';
  */
 
 const REPORTS = path.join(__dirname, 'reports');
+
+const hasPsql = spawnSync('psql', ['--version']).error === undefined;
+if (!hasPsql)
+  console.log(
+    'reporting.test.ts: the db:psql test is skipped: psql is not installed (apt-get install postgresql-client)',
+  );
 
 type Row = Record<string, unknown>;
 
@@ -76,6 +84,20 @@ describe('reporting SQL against a seeded catalog', () => {
     await db?.end();
     await svc?.stop();
   });
+
+  // psql is Debian's postgresql-client (CI installs it); without it this one is skipped, and says so.
+  (hasPsql ? it : it.skip)(
+    'runs from npm run db:psql as docs/reporting.md shows: a report from its file, the same rows',
+    async () => {
+      const run = await promisify(execFile)(
+        'node',
+        ['dist/cli/psql.js', '-X', '-A', '-t', '-F', ',', '-f', 'test/ops/reports/stock-value.sql'],
+        { cwd: path.join(__dirname, '..', '..'), env: { ...process.env, DATABASE_URL: databaseUrl } },
+      );
+      const rows = await report('stock-value');
+      expect(run.stdout.trim().split('\n')).toEqual(rows.map((row) => Object.values(row).join(',')));
+    },
+  );
 
   it('inventory and price range by vendor and product type: one row per vendor, type and currency, with the right counts, units and prices', async () => {
     const rows = await report('inventory-by-vendor-and-type');
