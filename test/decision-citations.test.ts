@@ -1,6 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { anchorOf } from './support/markdown';
 
 /**
  * Code, configuration and docs cite a decision by its heading's anchor
@@ -9,14 +10,6 @@ import path from 'node:path';
  */
 const ROOT = path.join(__dirname, '..');
 const DECISIONS = 'docs/decisions.md';
-
-/** GitHub's anchor for a heading: lowercase, punctuation dropped, spaces as hyphens. */
-const anchorOf = (heading: string) =>
-  heading
-    .trim()
-    .toLowerCase()
-    .replace(/[^\p{L}\p{N}\s_-]/gu, '')
-    .replace(/\s/g, '-');
 
 /** A rule named by a number: the word "rule" or "rules", a space, digits. Numbers move when rules are added. */
 const RULE_NUMBER = /\brules? \d+/gi;

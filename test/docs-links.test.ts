@@ -1,6 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { anchorOf } from './support/markdown';
 
 /**
  * Every relative link of every Markdown file leads somewhere: to a file that exists and, with
@@ -8,14 +9,6 @@ import path from 'node:path';
  * reader's click.
  */
 const ROOT = path.join(__dirname, '..');
-
-/** GitHub's anchor for a heading: lowercase, punctuation dropped, spaces as hyphens. */
-const anchorOf = (heading: string) =>
-  heading
-    .trim()
-    .toLowerCase()
-    .replace(/[^\p{L}\p{N}\s_-]/gu, '')
-    .replace(/\s/g, '-');
 
 const anchorsOf = (file: string) =>
   new Set(
