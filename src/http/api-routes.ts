@@ -35,6 +35,8 @@ const pageSize = (max: number) =>
 
 /** The most changes one page of the feed gives. */
 const MAX_CHANGES_PAGE = 1000;
+/** The changes a page of GET /bikes/changes gives when the client does not say. */
+export const DEFAULT_CHANGES_PAGE = 100;
 
 /** A cursor the service gave, as a client sends it back. */
 const cursor = () => yup.string().typeError(WRONG_TYPE).strict().min(1);
@@ -208,7 +210,7 @@ export const API_ROUTES = {
     queryParameters: {
       since: { description: 'A cursor from a change or a Catalog-Cursor header. Absent: from the start.', example: '' },
       limit: {
-        description: `The most changes a page gives, 1 to ${MAX_CHANGES_PAGE}; 100 when absent. A stream gives them all.`,
+        description: `The most changes a page gives, 1 to ${MAX_CHANGES_PAGE}; ${DEFAULT_CHANGES_PAGE} when absent. A stream gives them all.`,
         example: '100',
       },
     },

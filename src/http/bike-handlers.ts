@@ -5,7 +5,7 @@ import { type Bike, deriveHandle } from '../bikes/bike';
 import { type BikeRepository, LIST_BATCH_SIZE, PRECONDITION_FAILED, type StoredBike } from '../bikes/repository';
 import { WriteOutcomeUnknown } from '../db/pool';
 import { changesAfter, pointAfterAll, pointOfSnapshot, START } from '../feed/changes';
-import { type API_ROUTES, DEFAULT_PAGE } from './api-routes';
+import { type API_ROUTES, DEFAULT_CHANGES_PAGE, DEFAULT_PAGE } from './api-routes';
 import { bikeJson, bikesJson, changeJson } from './bike-json';
 import { type EntityTags, isFresh, setValidators } from './conditional';
 import { HttpError } from './errors';
@@ -14,9 +14,6 @@ import { type FeedCursors, type OpenedCursor, refusal } from './feed-cursor';
 import type { PageCursors } from './page-cursor';
 import { invalidFieldHeader } from './invalid-field';
 import type { Handlers } from './route';
-
-/** A page of the change feed, when the client does not say: GET /bikes/changes. */
-const CHANGES_PAGE = 100;
 
 /**
  * Sends the bikes as one JSON array. A result that fits in one batch goes out as one plain body
@@ -215,7 +212,7 @@ export function bikeHandlers(
         return streams.serve(ctx, openCursor(headers['last-event-id'], 'headers.last-event-id') ?? since);
       }
       const from = since?.point ?? START;
-      const { changes, state } = await changesAfter(reader(ctx).reads.query, from, query.limit ?? CHANGES_PAGE);
+      const { changes, state } = await changesAfter(reader(ctx).reads.query, from, query.limit ?? DEFAULT_CHANGES_PAGE);
       const refused = refusal(since, state);
       if (refused !== undefined) throw new HttpError(refused);
       ctx.set('Catalog-Cursor', feed.seal(pointAfterAll(from, changes, state), state));
