@@ -1,8 +1,32 @@
 import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import path from 'node:path';
+import { tempDataDir } from './temp-dir';
 import { waitFor } from './wait';
 
 /** The uid and gid of `nobody`, the other local user of these tests. */
 export const NOBODY = 65534;
+
+let nodeForNobody: string | undefined;
+
+/**
+ * A node binary `nobody` can run: this process's own, linked (or, across file systems, copied)
+ * into a directory anyone may enter. Root's own may sit in a private directory (CI's Node.js
+ * unpacked in a `mktemp -d`, nvm under /root) that `nobody` cannot reach.
+ */
+export function nodeNobodyCanRun(): string {
+  if (nodeForNobody) return nodeForNobody;
+  const target = path.join(tempDataDir('node-for-nobody'), 'node');
+  try {
+    fs.linkSync(process.execPath, target);
+  } catch {
+    fs.copyFileSync(process.execPath, target);
+  }
+  fs.chmodSync(target, 0o755);
+  process.once('exit', () => fs.rmSync(path.dirname(target), { recursive: true, force: true }));
+  nodeForNobody = target;
+  return target;
+}
 
 /**
  * What another local user could run: a server on 127.0.0.1:<port> that answers every startup
@@ -42,7 +66,7 @@ export interface Neighbour {
 }
 
 export async function neighbourListeningOn(port: number, asks: 'cleartext' | 'scram'): Promise<Neighbour> {
-  const child = spawn(process.execPath, ['-e', SCRIPT, String(port), asks], {
+  const child = spawn(nodeNobodyCanRun(), ['-e', SCRIPT, String(port), asks], {
     uid: NOBODY,
     gid: NOBODY,
     cwd: '/',
