@@ -128,6 +128,7 @@ const EXAMPLE_FIELDS = exampleOf(bikeFields);
 const EXAMPLE_BIKE = exampleOf(bike);
 const EXAMPLE_PATCH = { totalInventory: 7, availableForSale: false };
 const EXAMPLE_CURSOR = 'eyJrIjoiZmVlZCIsImkiOiJBQkNEIiwidCI6IkVGR0giLCJwIjpbIjc0MiIsIjEzIl19.c2lnbmF0dXJlLW9mLWl0';
+const EXAMPLE_PAGE_CURSOR = 'eyJrIjoicGFnZSIsInMiOiJwcmljZSIsImEiOlsiVVNEIiwiNDk5Ljk5Il0sInEiOiI0MiJ9.c2lnbmF0dXJl';
 const EXAMPLE_CHANGE = { cursor: EXAMPLE_CURSOR, type: 'upsert', id: EXAMPLE_BIKE.id, bike: EXAMPLE_BIKE };
 const EXAMPLE_EVENTS = `retry: 2417\n\nid: ${EXAMPLE_CURSOR}\ndata: ${JSON.stringify(EXAMPLE_CHANGE)}\n\n: keep-alive\n\n`;
 // An illustration only: a token of this shape, signed with no real secret.
@@ -149,14 +150,14 @@ export const API_ROUTES = {
     queryParameters: {
       vendor: { description: 'Only this vendor (the whole string, case-sensitive).', example: 'Sentra Cycles' },
       productType: { description: 'Only this product type (the whole string, case-sensitive).', example: 'Hybrid' },
-      availableForSale: { description: '`true` or `false`.', example: 'true' },
-      inStock: { description: '`true`: totalInventory above 0; `false`: 0 or less.', example: 'true' },
+      availableForSale: { description: '`true` or `false`.', example: true },
+      inStock: { description: '`true`: totalInventory above 0; `false`: 0 or less.', example: true },
       currency: {
         description: "The minimum price's currency code; required with `minPrice` or `maxPrice`.",
         example: 'USD',
       },
-      minPrice: { description: 'The minimum price at least this (in `currency`).', example: '100' },
-      maxPrice: { description: 'The minimum price at most this (in `currency`).', example: '1000' },
+      minPrice: { description: 'The minimum price at least this (in `currency`).', example: 100 },
+      maxPrice: { description: 'The minimum price at most this (in `currency`).', example: 1000 },
       titleContains: {
         description: 'The title contains this text (case-sensitive; `%`, `_` and `\\` match themselves).',
         example: 'Hybrid',
@@ -168,10 +169,10 @@ export const API_ROUTES = {
           'reverses it. Ties go by insertion order.',
         example: 'price',
       },
-      limit: { description: `Bikes per page, 1 to ${MAX_PAGE}; ${DEFAULT_PAGE} when absent.`, example: '24' },
+      limit: { description: `Bikes per page, 1 to ${MAX_PAGE}; ${DEFAULT_PAGE} when absent.`, example: DEFAULT_PAGE },
       cursor: {
         description: 'Where the page starts: from the `Link` of the page before. Only with the same sort and filters.',
-        example: '',
+        example: EXAMPLE_PAGE_CURSOR,
       },
     },
     responseHeaders: ['Catalog-Cursor', 'Link'],
@@ -208,10 +209,13 @@ export const API_ROUTES = {
     input: input({ query: changesQuery, headers: yup.object({ 'last-event-id': cursor() }) }),
     invalid: 400,
     queryParameters: {
-      since: { description: 'A cursor from a change or a Catalog-Cursor header. Absent: from the start.', example: '' },
+      since: {
+        description: 'A cursor from a change or a Catalog-Cursor header. Absent: from the start.',
+        example: EXAMPLE_CURSOR,
+      },
       limit: {
         description: `The most changes a page gives, 1 to ${MAX_CHANGES_PAGE}; ${DEFAULT_CHANGES_PAGE} when absent. A stream gives them all.`,
-        example: '100',
+        example: DEFAULT_CHANGES_PAGE,
       },
     },
     responseHeaders: ['Catalog-Cursor'],

@@ -14,7 +14,7 @@ let nodeForNobody: string | undefined;
  * into a directory anyone may enter. Root's own may sit in a private directory (CI's Node.js
  * unpacked in a `mktemp -d`, nvm under /root) that `nobody` cannot reach.
  */
-export function nodeNobodyCanRun(): string {
+function nodeNobodyCanRun(): string {
   if (nodeForNobody) return nodeForNobody;
   const target = path.join(tempDataDir('node-for-nobody'), 'node');
   try {
