@@ -32,22 +32,6 @@ async function containerRuntimeAvailable(): Promise<boolean> {
   }
 }
 
-/**
- * podman 4.3's Docker API now and then fails a container's start with "write child: broken pipe"
- * (testcontainers/testcontainers-java#6640); the same start tried again succeeds. Three tries, each
- * failure said.
- */
-async function startingAgain<T>(start: () => Promise<T>): Promise<T> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await start();
-    } catch (err) {
-      if (attempt === 3) throw err;
-      console.log(`test PostgreSQL: the container did not start (${String(err)}); trying again`);
-    }
-  }
-}
-
 export async function startTestPostgresServer(): Promise<TestPostgresServer> {
   const given = process.env.TEST_DATABASE_URL;
   if (given) return { adminUrl: given, description: 'TEST_DATABASE_URL', stop: async () => undefined };
@@ -57,8 +41,7 @@ export async function startTestPostgresServer(): Promise<TestPostgresServer> {
     const image = process.env.POSTGRES_IMAGE || 'postgres:18-alpine';
     // A password of its own, not the image's default ("test", also the user's name and a word the
     // logs say): the tests that a secret never reaches the logs then mean something.
-    const password = randomBytes(24).toString('hex');
-    const container = await startingAgain(() => new PostgreSqlContainer(image).withPassword(password).start());
+    const container = await new PostgreSqlContainer(image).withPassword(randomBytes(24).toString('hex')).start();
     return {
       adminUrl: container.getConnectionUri(),
       description: `testcontainers ${image}`,
