@@ -33,9 +33,28 @@ CONF
 fi
 
 socket=/run/podman/podman.sock
+runner=/run/podman/health-checks.pid
+mkdir -p /run/podman
+
+# The engine's two background processes run from /, holding nothing of the clone that started
+# them: a clone deleted later (a CI checkout, a mktemp -d) must not take the engine with it (conmon
+# cannot start a container from a deleted working directory; the API answers "write child: broken
+# pipe"). One left by an earlier run in a directory that is gone is stopped and started again.
+outside_root() { [ "$(readlink "/proc/$1/cwd" 2> /dev/null)" != / ]; }
+# Running, not a zombie no one has reaped (where nothing reaps orphans, a stopped one stays one).
+running() { [ -n "$1" ] && ps -o stat= -p "$1" 2> /dev/null | grep -qv Z; }
+for pid in $(pgrep -f "podman system service --time=0 unix://$socket" || true); do
+  if outside_root "$pid"; then
+    kill "$pid"
+    while running "$pid"; do sleep 0.1; done
+  fi
+done
+if [ -s "$runner" ] && running "$(cat "$runner")" && outside_root "$(cat "$runner")"; then
+  kill "$(cat "$runner")"
+fi
+
 if ! curl -sf --unix-socket "$socket" http://podman/_ping > /dev/null 2>&1; then
-  mkdir -p /run/podman
-  nohup podman system service --time=0 "unix://$socket" > /run/podman/service.log 2>&1 &
+  (cd / && { nohup podman system service --time=0 "unix://$socket" > /run/podman/service.log 2>&1 & })
   for _ in $(seq 50); do
     curl -sf --unix-socket "$socket" http://podman/_ping > /dev/null 2>&1 && break
     sleep 0.2
@@ -44,9 +63,9 @@ fi
 curl -sf --unix-socket "$socket" http://podman/_ping > /dev/null
 echo "podman answers on unix://$socket"
 
-runner=/run/podman/health-checks.pid
-if ! { [ -s "$runner" ] && kill -0 "$(cat "$runner")" 2> /dev/null; }; then
-  nohup "$(dirname "$0")/health-checks.sh" > /dev/null 2>&1 &
-  echo $! > "$runner"
+if ! { [ -s "$runner" ] && running "$(cat "$runner")"; }; then
+  # A copy of its own, so that it too outlives the clone.
+  install -m 0755 "$(dirname "$0")/health-checks.sh" /run/podman/health-checks.sh
+  (cd / && { nohup /run/podman/health-checks.sh > /dev/null 2>&1 & echo $! > "$runner"; })
 fi
 echo "podman's health checks run every 2 seconds (pid $(cat "$runner"))"
