@@ -185,31 +185,44 @@ export async function pruneChanges(query: Query, retentionDays: number): Promise
 
 type Row = Awaited<ReturnType<typeof statements.after.run>>[number];
 
-/** The bike an upsert's row holds. */
+/** The bike an upsert's row holds; none for a delete, whose row has only the bike's id. */
 function bikeOf(row: Row): Bike | undefined {
-  const c = row;
-  if (c.kind === 'delete' || c.bike_id === null || c.handle === null || c.title === null || c.product_type === null) {
+  const { kind, bike_id: id, handle, title, product_type: productType, created_at: createdAt } = row;
+  const { description, vendor, available_for_sale: availableForSale, total_inventory: totalInventory } = row;
+  const { min_price_amount: minPriceAmount, min_price_currency_code: minPriceCurrencyCode } = row;
+  const { max_price_amount: maxPriceAmount, max_price_currency_code: maxPriceCurrencyCode } = row;
+  if (
+    kind === 'delete' ||
+    id === null ||
+    handle === null ||
+    title === null ||
+    productType === null ||
+    createdAt === null ||
+    description === null ||
+    vendor === null ||
+    availableForSale === null ||
+    totalInventory === null ||
+    minPriceAmount === null ||
+    minPriceCurrencyCode === null ||
+    maxPriceAmount === null ||
+    maxPriceCurrencyCode === null
+  ) {
     return undefined;
   }
-  if (c.created_at === null || c.description === null || c.vendor === null || c.available_for_sale === null) {
-    return undefined;
-  }
-  if (c.total_inventory === null || c.min_price_amount === null || c.min_price_currency_code === null) return undefined;
-  if (c.max_price_amount === null || c.max_price_currency_code === null) return undefined;
   return fromModelFields({
-    id: c.bike_id,
-    handle: c.handle,
-    title: c.title,
-    productType: c.product_type,
-    createdAt: c.created_at,
-    description: c.description,
-    vendor: c.vendor,
-    availableForSale: c.available_for_sale,
-    totalInventory: c.total_inventory,
-    minPriceAmount: c.min_price_amount,
-    minPriceCurrencyCode: c.min_price_currency_code,
-    maxPriceAmount: c.max_price_amount,
-    maxPriceCurrencyCode: c.max_price_currency_code,
+    id,
+    handle,
+    title,
+    productType,
+    createdAt,
+    description,
+    vendor,
+    availableForSale,
+    totalInventory,
+    minPriceAmount,
+    minPriceCurrencyCode,
+    maxPriceAmount,
+    maxPriceCurrencyCode,
   });
 }
 
