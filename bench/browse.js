@@ -12,6 +12,8 @@
  * time and not a queue's.
  */
 
+const { f0, f2, median, perRound, table, verdict } = require('./support');
+
 const SORTS = ['created', 'title', '-price', 'updatedAt'];
 /** Filters of the seed's catalog (bench/seed.js): five vendors, eight types, every price in USD. */
 const FILTERS = [
@@ -97,10 +99,8 @@ async function measureBrowse({ service, byId, connections, rounds, duration, tur
   return { turns, latency, counts: { shallow: shallow.length, deep: deep.length } };
 }
 
-const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
-
 /** The table and the goals' lines of what measureBrowse measured. */
-function browseReport({ turns, latency, counts }, { table, connections }) {
+function browseReport({ turns, latency, counts }, connections) {
   const byId = turns['GET /bikes/:id'];
   const rows = [
     [
@@ -117,15 +117,15 @@ function browseReport({ turns, latency, counts }, { table, connections }) {
     const { p50, p99 } = latency[name];
     rows.push([
       name === 'GET /bikes/:id' ? name : `${name} (${name.includes('deep') ? counts.deep : counts.shallow} kinds)`,
-      median(runs.map((run) => run.rps)).toFixed(0),
-      `${median(ratios).toFixed(2)} (${ratios.map((ratio) => ratio.toFixed(2)).join(' ')})`,
-      median(runs.map((run) => run.cpu)).toFixed(0),
+      f0(median(runs.map((run) => run.rps))),
+      perRound(ratios),
+      f0(median(runs.map((run) => run.cpu))),
       `${p50} / ${p99}`,
     ]);
     if (name === 'GET /bikes/:id') continue;
     goals.push(
-      `${name}, any sort and filter: p99 < ${TARGETS.p99Ms} ms: ${p99} ms: ${p99 < TARGETS.p99Ms ? 'met' : 'MISSED'}`,
-      `${name}: throughput >= ${TARGETS.ofById} of GET by id's: ${median(ratios).toFixed(2)}: ${median(ratios) >= TARGETS.ofById ? 'met' : 'MISSED'}`,
+      `${name}, any sort and filter: p99 < ${TARGETS.p99Ms} ms: ${p99} ms: ${verdict(p99 < TARGETS.p99Ms)}`,
+      `${name}: throughput >= ${TARGETS.ofById} of GET by id's: ${f2(median(ratios))}: ${verdict(median(ratios) >= TARGETS.ofById)}`,
     );
   }
   return { table: table(rows), goals };

@@ -16,7 +16,7 @@
  */
 const { randomInt } = require('node:crypto');
 const { Client } = require('pg');
-const { bikeBody, median, startServer, table } = require('./support');
+const { bikeBody, f0, median, onAndOff, perRound, startServer, table, verdict } = require('./support');
 
 /** Goals: none missed or duplicated in a run of at least this many writes; creates with capture, of creates without. */
 const TARGETS = { gapFreeWrites: 20_000, captureCost: 0.9 };
@@ -26,11 +26,6 @@ const PAGE = 100;
 const MAX_PAGE = 1000;
 const API_WRITERS = 16;
 const SQL_WRITERS = 2;
-
-const f0 = (n) => n.toFixed(0);
-const f2 = (n) => n.toFixed(2);
-const verdict = (ok) => (ok ? 'met' : 'MISSED');
-const perRound = (ratios) => `${f2(median(ratios))} (${ratios.map(f2).join(' ')})`;
 
 async function getJson(url) {
   const res = await fetch(url);
@@ -249,19 +244,13 @@ async function measureCaptureCost(run, admin) {
     admin.query(
       `ALTER TABLE bikes ${CAPTURE_TRIGGERS.map((t) => `${on ? 'ENABLE ALWAYS' : 'DISABLE'} TRIGGER ${t}`).join(', ')}`,
     );
-  const creates = { on: [], off: [] };
-  try {
-    for (let round = 0; round < run.rounds; round++) {
-      for (const capture of round % 2 ? ['off', 'on'] : ['on', 'off']) {
-        run.log(`POST /bikes/ with change capture ${capture}, round ${round + 1} of ${run.rounds}, ${run.duration} s`);
-        await setCapture(capture === 'on');
-        creates[capture].push((await run.turn(run.service, run.createLoad, run.connectionsOf('create'))).rps);
-      }
-    }
-  } finally {
-    await setCapture(true);
-  }
-  return { on: median(creates.on), off: median(creates.off), ratios: creates.on.map((rps, i) => rps / creates.off[i]) };
+  return onAndOff({
+    rounds: run.rounds,
+    set: setCapture,
+    measure: async () => (await run.turn(run.service, run.createLoad, run.connectionsOf('create'))).rps,
+    log: (state, round) =>
+      run.log(`POST /bikes/ with change capture ${state}, round ${round + 1} of ${run.rounds}, ${run.duration} s`),
+  });
 }
 
 /**

@@ -43,7 +43,19 @@ const { browseReport, measureBrowse } = require('./browse');
 const { measureFeed } = require('./feed');
 const { liveReport, measureLive } = require('./live');
 const { seedBikes } = require('./seed');
-const { bikeBody, median, sleep, startServer, table, tempWorkDir } = require('./support');
+const {
+  bikeBody,
+  f0,
+  f2,
+  median,
+  onAndOff,
+  perRound,
+  sleep,
+  startServer,
+  table,
+  tempWorkDir,
+  verdict,
+} = require('./support');
 
 const ROOT = path.join(__dirname, '..');
 const { startEmbeddedPostgres } = require(path.join(ROOT, 'dist', 'postgres', 'embedded-postgres.js'));
@@ -140,10 +152,7 @@ const connectionsOf = (key) => (WRITES.includes(key) ? WRITE_CONNECTIONS : CONNE
 
 const log = (message) => process.stderr.write(`[bench] ${message}\n`);
 const mb = (kb) => kb / 1024;
-const f0 = (n) => n.toFixed(0);
 const f1 = (n) => n.toFixed(1);
-const f2 = (n) => n.toFixed(2);
-const verdict = (ok) => (ok ? 'met' : 'MISSED');
 
 /** VmRSS and VmHWM (peak) of a process, in kB. */
 function memoryOf(pid) {
@@ -451,22 +460,19 @@ async function measureAll(service, baseline, samples) {
  * in turns, on the same process and database (docs/decisions.md#conditional-get).
  */
 async function measureVersionCost(service, samples, token, setVersionTrigger) {
-  const creates = { with: [], without: [] };
   const requests = loadOf(samples, token, 'create');
-  for (let round = 0; round < ROUNDS; round++) {
-    for (const trigger of round % 2 ? ['without', 'with'] : ['with', 'without']) {
-      log(`POST /bikes/ ${trigger} the version trigger, round ${round + 1} of ${ROUNDS}, ${DURATION} s`);
-      await setVersionTrigger(trigger === 'with');
+  return onAndOff({
+    rounds: ROUNDS,
+    set: setVersionTrigger,
+    measure: async () => {
       const result = await cannon(service.baseUrl, requests, DURATION, WRITE_CONNECTIONS);
-      creates[trigger].push(result.requests.total / result.duration);
-    }
-  }
-  await setVersionTrigger(true);
-  return {
-    with: median(creates.with),
-    without: median(creates.without),
-    ratios: creates.with.map((rps, i) => rps / creates.without[i]),
-  };
+      return result.requests.total / result.duration;
+    },
+    log: (state, round) =>
+      log(
+        `POST /bikes/ ${state === 'on' ? 'with' : 'without'} the version trigger, round ${round + 1} of ${ROUNDS}, ${DURATION} s`,
+      ),
+  });
 }
 
 /** `name`'s throughput over `to`'s at load `key`, round by round (both ran in each round). */
@@ -476,7 +482,6 @@ const ratiosOf = (turns, key, name, to) => {
   return mine && theirs ? mine.map((t, i) => t.rps / theirs[i].rps) : undefined;
 };
 const medianOf = (values, field) => median(values.map((v) => v[field]));
-const perRound = (ratios) => `${f2(median(ratios))} (${ratios.map(f2).join(' ')})`;
 
 /** Every server beside the baseline: throughput of its in the same round, and CPU µs per request. */
 function serversTable(servers, turns, different) {
@@ -587,8 +592,8 @@ function allTables({ service: sa, baseline: ba, compression, conditional }, vers
     ['POST /bikes/, service', 'with the version trigger req/s', 'without req/s', 'ratio (per round)', 'target'],
     [
       'creates',
-      f0(versionCost.with),
-      f0(versionCost.without),
+      f0(versionCost.on),
+      f0(versionCost.off),
       perRound(versionCost.ratios),
       `>= ${TARGETS.versionCost}: ${verdict(versionRatio >= TARGETS.versionCost)}`,
     ],
@@ -640,7 +645,7 @@ function goals(turns, all) {
 }
 
 function report({ servers, turns, different, all, versionCost, browse, feed, live, samples, durability }) {
-  const pages = browseReport(browse, { table, connections: CONNECTIONS });
+  const pages = browseReport(browse, CONNECTIONS);
   const cpuModel = /^model name\s*:\s*(.*)$/m.exec(fs.readFileSync('/proc/cpuinfo', 'utf8'))?.[1] ?? 'unknown';
   console.log(`
 Bike catalog benchmark: ${COUNT} bikes; ${ROUNDS} rounds of ${DURATION} s per load and server, in turns; reads on ${CONNECTIONS} connections, writes on ${WRITE_CONNECTIONS}; /bikes/all fetched ${FETCHES} times each

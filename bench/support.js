@@ -1,6 +1,6 @@
 'use strict';
 
-/** What bench/run.js and bench/scale.js both need. */
+/** What the bench's scripts share. */
 const { spawn } = require('node:child_process');
 const fs = require('node:fs');
 const net = require('node:net');
@@ -12,6 +12,33 @@ const ROOT = path.join(__dirname, '..');
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
+
+const f0 = (n) => n.toFixed(0);
+const f2 = (n) => n.toFixed(2);
+const verdict = (ok) => (ok ? 'met' : 'MISSED');
+/** Ratios as the tables print them: the median, then each round's. */
+const perRound = (ratios) => `${f2(median(ratios))} (${ratios.map(f2).join(' ')})`;
+
+/**
+ * Throughput with something switched on and off, in turns whose order alternates from round to
+ * round: `set(on)` switches it, `measure()` is one turn's requests a second. It is on again at the
+ * end, however the run ends.
+ */
+async function onAndOff({ rounds, set, measure, log }) {
+  const rps = { on: [], off: [] };
+  try {
+    for (let round = 0; round < rounds; round++) {
+      for (const state of round % 2 ? ['off', 'on'] : ['on', 'off']) {
+        log(state, round);
+        await set(state === 'on');
+        rps[state].push(await measure());
+      }
+    }
+  } finally {
+    await set(true);
+  }
+  return { on: median(rps.on), off: median(rps.off), ratios: rps.on.map((r, i) => r / rps.off[i]) };
+}
 
 function freePort() {
   return new Promise((resolve, reject) => {
@@ -103,4 +130,17 @@ async function startServer(name, command, env, workDir) {
   };
 }
 
-module.exports = { bikeBody, freePort, median, sleep, startServer, table, tempWorkDir };
+module.exports = {
+  bikeBody,
+  f0,
+  f2,
+  freePort,
+  median,
+  onAndOff,
+  perRound,
+  sleep,
+  startServer,
+  table,
+  tempWorkDir,
+  verdict,
+};
