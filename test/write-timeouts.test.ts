@@ -2,6 +2,7 @@ import { Client } from 'pg';
 import { countBikes } from './resilience/support/postgres';
 import { client, newBike } from './support/bikes';
 import { startTestService, type TestService } from './support/service';
+import { waitFor } from './support/wait';
 
 /**
  * A 503 means nothing was written (docs/decisions.md#a-5xx-says-what-was-written): PostgreSQL
@@ -65,4 +66,49 @@ describe('a write while another session holds a lock on the catalog', () => {
     const search = await fetch(`${svc.baseUrl}/bikes/search/by-title?query=${encodeURIComponent(bike.title)}`);
     expect(await search.json()).toEqual([]);
   }, 30_000);
+});
+
+describe("the service's connections ended by the server", () => {
+  let svc: TestService;
+  beforeAll(async () => {
+    svc = await startTestService();
+  });
+  afterAll(() => svc.stop());
+
+  it('(as an administrator does, or a database dropped and made anew) are replaced: the server is up, and no request is answered 503', async () => {
+    const api = client(svc.baseUrl, await svc.token());
+    const bike = await api.create(newBike());
+    const admin = new Client({ connectionString: svc.databaseUrl });
+    await admin.connect();
+    try {
+      // The watch on the server has asked its SELECT 1 on its own connection.
+      await waitFor(
+        'the watch on the server',
+        async () => {
+          const { rows } = await admin.query(
+            `SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND query = 'SELECT 1'`,
+          );
+          return rows.length > 0 || undefined;
+        },
+        5_000,
+      );
+      // Every connection of the service, the watch's included, each waited for to end.
+      const { rows } = await admin.query<{ ended: boolean }>(
+        `SELECT pg_terminate_backend(pid, 5000) AS ended FROM pg_stat_activity
+          WHERE datname = current_database() AND pid <> pg_backend_pid()`,
+      );
+      expect(rows.length).toBeGreaterThan(0);
+      expect(rows.every((row) => row.ended)).toBe(true);
+    } finally {
+      await admin.end();
+    }
+    // Let the service hear of it, then read for longer than the watch takes to ask again.
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const statuses: number[] = [];
+    for (const until = Date.now() + 1_000; Date.now() < until;) {
+      statuses.push((await api.request('GET', `/bikes/${bike.id}`)).status);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    expect(statuses.filter((status) => status !== 200)).toEqual([]);
+  });
 });

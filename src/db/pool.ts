@@ -138,7 +138,8 @@ function watchServer(
     client.on('error', () => undefined);
     client.connection.stream.destroy();
   };
-  const ask = async () => {
+  const ask = async (): Promise<void> => {
+    const fresh = probe === undefined;
     probe ??= await (async () => {
       const client = new ServerClient({ connectionString, connectionTimeoutMillis: HANG_AFTER_MS });
       client.on('error', () => undefined);
@@ -148,16 +149,25 @@ function watchServer(
     const asked = Date.now();
     const answer = probe.query('SELECT 1');
     let answered = false;
-    void answer.then(
+    const settled = answer.then(
       () => (answered = true),
       () => (answered = true),
     );
-    await withinTime(answer, HANG_AFTER_MS);
+    await withinTime(settled, HANG_AFTER_MS);
     // A timer that fired late, after the event loop was held up, runs before the I/O that came
     // meanwhile: let that I/O run, then judge.
     await afterPendingIo();
     if (answered) {
-      await answer;
+      try {
+        await answer;
+      } catch (err) {
+        if (fresh) throw err;
+        // A connection that broke since it was made (the server ended it: an administrator, its
+        // database dropped and made anew) says nothing of the server now: ask on a new one.
+        drop(probe);
+        probe = undefined;
+        return ask();
+      }
       setDown(undefined);
       return;
     }
