@@ -8,36 +8,41 @@ import { kysely } from '../db/sql';
  */
 
 /**
- * The triggers that keep the catalog's version and its change log, each with whether it is on and
- * the transaction that last changed it: switching one off and on again changes this.
+ * The triggers that keep the catalog's version and its change log, in one row, from one scan of
+ * pg_trigger: `triggers`, each with whether it is on and the transaction that last changed it
+ * (switching one off and on again changes this); `counting`, every one of them fires whoever
+ * writes (ENABLE ALWAYS): no change escapes them.
  */
-export const CATALOG_TRIGGERS = sql<string>`(SELECT string_agg(tgname || ':' || tgenabled::text || ':' || xmin::text, ',' ORDER BY tgname)
-    FROM pg_trigger WHERE tgrelid = 'bikes'::regclass AND tgname LIKE 'bikes\\_%')`;
+export const catalogTriggers = () =>
+  sql<{ triggers: string; counting: boolean }>`(SELECT
+      string_agg(tgname || ':' || tgenabled::text || ':' || xmin::text, ',' ORDER BY tgname) AS triggers,
+      bool_and(tgenabled = 'A') AS counting
+    FROM pg_trigger WHERE tgrelid = 'bikes'::regclass AND tgname LIKE 'bikes\\_%')`.as('catalog_triggers');
 
-/** Every one of those triggers fires whoever writes (ENABLE ALWAYS): no change escapes them. */
-export const TRIGGERS_COUNTING = sql<boolean>`(SELECT bool_and(tgenabled = 'A')
-    FROM pg_trigger WHERE tgrelid = 'bikes'::regclass AND tgname LIKE 'bikes\\_%')`;
+/** The sum of the version slots, and the newest transaction that bumped one, in one row. */
+const versionSlots = () =>
+  sql<{ version: string; touched: string }>`(SELECT sum(version)::text AS version,
+      max(xmin::text::bigint)::text AS touched FROM catalog_version_slots)`.as('slots');
 
 /**
  * What a list's ETag is made of (docs/decisions.md#conditional-get): the sum of the version
  * slots, which every committed change to bikes bumps; the newest transaction that bumped one (a
- * restore rewrites them all); and the triggers that keep them, each with whether it is on and the
- * transaction that last changed it (switching one off and on again changes that). `counting`:
- * every one of them is on, whoever writes (ENABLE ALWAYS); otherwise a change may leave the slots
- * as they were, and no version stands for the rows. `snapshot`: what the reading statement sees
- * (pg_current_snapshot), which the change feed goes on from (docs/decisions.md#the-change-feed).
+ * restore rewrites them all); and the triggers that keep them (catalogTriggers). Unless they are
+ * `counting`, a change may leave the slots as they were, and no version stands for the rows.
+ * `snapshot`: what the reading statement sees (pg_current_snapshot), which the change feed goes on
+ * from (docs/decisions.md#the-change-feed). Each of the three sources is one row.
  */
 export const listVersion = () =>
   kysely
-    .selectFrom('catalog_version_slots')
+    .selectFrom([versionSlots(), catalogTriggers(), 'bike_changes_pruning'])
     .select([
-      sql<string>`sum(version)::text`.as('version'),
-      sql<string>`max(xmin::text::bigint)::text`.as('touched'),
-      CATALOG_TRIGGERS.as('triggers'),
-      TRIGGERS_COUNTING.as('counting'),
+      'slots.version',
+      'slots.touched',
+      'catalog_triggers.triggers',
+      'catalog_triggers.counting',
       sql<string>`pg_current_snapshot()::text`.as('snapshot'),
-      sql<string>`(SELECT horizon_txid::text FROM bike_changes_pruning)`.as('horizon_txid'),
-      sql<string>`(SELECT horizon_change_id::text FROM bike_changes_pruning)`.as('horizon_change_id'),
+      sql<string>`horizon_txid::text`.as('horizon_txid'),
+      sql<string>`horizon_change_id::text`.as('horizon_change_id'),
     ]);
 
 /**

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import type { Bike } from '../bikes/bike';
 import { fromModelFields } from '../bikes/model';
-import { CATALOG_TRIGGERS, TRIGGERS_COUNTING } from '../bikes/catalog-version';
+import { catalogTriggers } from '../bikes/catalog-version';
 import type { Query } from '../db/pool';
 import { kysely, param, prepare } from '../db/sql';
 
@@ -79,7 +79,7 @@ export interface Change {
 
 /** What the log says of itself, read in the same statement as the changes. */
 export interface LogState {
-  /** The triggers that capture changes, as CATALOG_TRIGGERS says. */
+  /** The triggers that capture changes, as catalogTriggers says. */
   triggers: string;
   /** All of them on, whoever writes: otherwise a change may have escaped the log. */
   counting: boolean;
@@ -104,13 +104,13 @@ const statements = {
       kysely
         .with('state', (db) =>
           db
-            .selectFrom('bike_changes_pruning')
+            .selectFrom(['bike_changes_pruning', catalogTriggers()])
             .select([
               sql<string>`pg_snapshot_xmin(pg_current_snapshot())::text`.as('below'),
               sql<string>`horizon_txid::text`.as('horizon_txid'),
               sql<string>`horizon_change_id::text`.as('horizon_change_id'),
-              CATALOG_TRIGGERS.as('triggers'),
-              TRIGGERS_COUNTING.as('counting'),
+              'catalog_triggers.triggers',
+              'catalog_triggers.counting',
             ]),
         )
         .selectFrom('state')
