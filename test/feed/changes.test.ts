@@ -2,6 +2,7 @@ import { Client } from 'pg';
 import type { Bike } from '../../src/bikes/bike';
 import { client, newBike } from '../support/bikes';
 import { pruneChanges } from '../../src/feed/changes';
+import { type LogPosition, pruneUntilPast } from '../support/pruning';
 import { startTestService, type TestService } from '../support/service';
 import { waitFor } from '../support/wait';
 
@@ -226,18 +227,11 @@ describe('GET /bikes/changes', () => {
     await api.request('DELETE', `/bikes/${bike.id}`);
     // Everything past the retention: the delete goes, and with it what a cursor before it could follow.
     const [deleted] = (
-      await sql.query(`SELECT txid, change_id FROM bike_changes WHERE bike_id = $1 AND kind = 'delete'`, [bike.id])
+      await sql.query<LogPosition>(`SELECT txid, change_id FROM bike_changes WHERE bike_id = $1 AND kind = 'delete'`, [
+        bike.id,
+      ])
     ).rows;
-    // (Pruning waits for transactions that write, in any of the server's databases, to end.)
-    const passed = async () => {
-      await sql.query(`SELECT prune_bike_changes(now() + interval '1 day', 1000000)`);
-      const { rows } = await sql.query<{ passed: boolean }>(
-        'SELECT (horizon_txid, horizon_change_id) >= ($1::bigint, $2::bigint) AS passed FROM bike_changes_pruning',
-        [deleted.txid, deleted.change_id],
-      );
-      return rows[0].passed || undefined;
-    };
-    await waitFor('pruning to pass the delete', passed, 30_000, 200);
+    await pruneUntilPast(sql, `now() + interval '1 day'`, deleted);
     expect((await changes(old)).status).toBe(410);
     // Before the horizon, the log keeps the latest change of each bike there is, and nothing else.
     const { rows } = await sql.query<{ bikes: string; changes: string }>(

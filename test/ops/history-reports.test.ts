@@ -3,8 +3,8 @@ import path from 'node:path';
 import { Client } from 'pg';
 import type { Bike, BikeFields } from '../../src/bikes/bike';
 import { client, newBike } from '../support/bikes';
+import { type LogPosition, pruneUntilPast } from '../support/pruning';
 import { startTestService, type TestService } from '../support/service';
-import { waitFor } from '../support/wait';
 
 /**
  * The history reports of docs/reporting.md (test/ops/reports/*.sql over bike_changes), run as written against
@@ -164,24 +164,14 @@ describe('history reports over bike_changes', () => {
     await replace(a2, bike(BETA, 1, 210, 270), 'beta-again'); // created again
     stockAtEnd = stockByVendor(await allBikes());
 
-    // As the service prunes at the default retention, until it has passed the last change older
-    // than that. (Pruning waits for transactions that write, in any of the server's databases, to
-    // end: another test file's, on a shared server.)
+    // As the service prunes at the default retention, until it has passed the last change older than that.
     const {
       rows: [last],
-    } = await db.query<{ txid: string; change_id: string }>(
+    } = await db.query<LogPosition>(
       `SELECT txid, change_id FROM bike_changes WHERE changed_at < now() - interval '30 days'
         ORDER BY txid DESC, change_id DESC LIMIT 1`,
     );
-    const passed = async () => {
-      await db.query(`SELECT * FROM prune_bike_changes(now() - interval '30 days', 10000)`);
-      const { rows } = await db.query<{ passed: boolean }>(
-        'SELECT (horizon_txid, horizon_change_id) >= ($1::bigint, $2::bigint) AS passed FROM bike_changes_pruning',
-        [last.txid, last.change_id],
-      );
-      return rows[0].passed || undefined;
-    };
-    await waitFor('pruning to pass the changes older than the retention', passed, 30_000, 200);
+    await pruneUntilPast(db, `now() - interval '30 days'`, last);
   }, 60_000);
 
   afterAll(async () => {
