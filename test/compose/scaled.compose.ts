@@ -77,7 +77,9 @@ if (noEngineReason) console.log(`scaled.compose.ts skipped: ${noEngineReason}`);
     const created = await api.create(bike(`Tarmac ${randomUUID().slice(0, 8)}`));
     expect(created.status).toBe(200);
     const { id } = (await created.json()) as { id: string };
-    const read = await api.get(`/bikes/${id}`);
+    // Reads go to the replica, which may not have replayed the create yet: a client that must
+    // read its own write asks for the primary (docs/scaling-and-containers.md).
+    const read = await api.get(`/bikes/${id}`, { 'x-read-from': 'primary' });
     expect(read.status).toBe(200);
     expect(await read.json()).toMatchObject({ id });
     expect(await instancesAnswering(started, 20)).toHaveLength(2);
