@@ -30,6 +30,15 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 /** Polls every 20 ms for up to 15 s. */
 const eventually = <T>(what: string, probe: () => Promise<T | undefined>) => waitFor(what, probe, 15_000, 20);
 
+/** Pauses a standby's replay, and waits until it has paused: pg_wal_replay_pause only asks for it. */
+async function pauseReplay(standby: Client): Promise<void> {
+  await standby.query('SELECT pg_wal_replay_pause()');
+  await eventually('the replay to pause', async () => {
+    const { rows } = await standby.query<{ state: string }>('SELECT pg_get_wal_replay_pause_state() AS state');
+    return rows[0].state === 'paused' ? true : undefined;
+  });
+}
+
 /**
  * DATABASE_REPLICA_URL: the read routes read a real streaming replica (Debian's PostgreSQL 15,
  * pg_basebackup -R), writes go to the primary, and a replica that is down or behind sends the
@@ -125,7 +134,7 @@ const eventually = <T>(what: string, probe: () => Promise<T | undefined>) => wai
     const standby = new Client({ connectionString: replica.url('bikes') });
     await standby.connect();
     try {
-      await standby.query('SELECT pg_wal_replay_pause()');
+      await pauseReplay(standby);
       const paused = performance.now();
       await api.create(newBike());
       await new Promise((resolve) => setTimeout(resolve, 4_000));
@@ -146,7 +155,7 @@ const eventually = <T>(what: string, probe: () => Promise<T | undefined>) => wai
     const standby = new Client({ connectionString: replica.url('bikes') });
     await standby.connect();
     try {
-      await standby.query('SELECT pg_wal_replay_pause()');
+      await pauseReplay(standby);
       await api.request('PATCH', `/bikes/${bike.id}`, { body: { vendor: 'After' } });
       // Once the replica is further behind than the bound, reads show the write (from the primary).
       const seen = await waitFor(
@@ -382,7 +391,7 @@ const eventually = <T>(what: string, probe: () => Promise<T | undefined>) => wai
     await lagging.connect();
     const seen = new Map<string, string>();
     try {
-      await lagging.query('SELECT pg_wal_replay_pause()');
+      await pauseReplay(lagging);
       for (let i = 0; i < 8; i++) {
         await api.create(newBike());
         const lists = await Promise.all(Array.from({ length: 4 }, () => api.request('GET', '/bikes/all')));
