@@ -30,11 +30,13 @@ const versionSlots = () =>
  * restore rewrites them all); and the triggers that keep them (catalogTriggers). Unless they are
  * `counting`, a change may leave the slots as they were, and no version stands for the rows.
  * `snapshot`: what the reading statement sees (pg_current_snapshot), which the change feed goes on
- * from (docs/decisions.md#the-change-feed). Each of the three sources is one row.
+ * from (docs/decisions.md#the-change-feed). The slots and the triggers are one row each, and so is
+ * the pruning's state, joined so that a missing one leaves its horizon null instead of the row out.
  */
 export const listVersion = () =>
   kysely
-    .selectFrom([versionSlots(), catalogTriggers(), 'bike_changes_pruning'])
+    .selectFrom([versionSlots(), catalogTriggers()])
+    .leftJoin('bike_changes_pruning', (join) => join.onTrue())
     .select([
       'slots.version',
       'slots.touched',
