@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import net from 'node:net';
 import type { Pool } from 'pg';
-import { toModelFields } from '../src/bikes/model';
+import { toModelFields } from '../src/bikes/fields';
 import { isDatabaseUnavailable, isRejectedValue } from '../src/db/errors';
 import { connectPool } from '../src/db/pool';
 import { createPrismaClient } from '../src/db/prisma';

@@ -3,7 +3,7 @@ import * as yup from 'yup';
 /**
  * The bike, defined once: its fields, their types and their order in responses. The TypeScript
  * types, the request-body checks and the OpenAPI schemas (src/http/json-schema.ts) come from
- * these schemas; the table's columns are mapped to them in src/bikes/model.ts, which the
+ * these schemas; the table's columns are mapped to them once, in src/bikes/fields.ts, which the
  * compiler checks against both.
  *
  * Types are strict: "5" is not a number and "true" is not a boolean. Every string must be one

@@ -3,7 +3,7 @@ import type { Query } from '../db/pool';
 import { containing, kysely, param, prepare } from '../db/sql';
 import type { Bike } from './bike';
 import { listVersion, type Seen, seenOf, versionOf } from './catalog-version';
-import { BIKE_COLUMNS, fromModelFields } from './model';
+import { BIKE_COLUMNS, fromModelFields } from './fields';
 
 /**
  * GET /bikes's pages (docs/decisions.md#paged-listing): the catalog in one of its orders, filtered,

@@ -1,7 +1,7 @@
 import { createHash, randomInt, randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { type BikeFields, deriveHandle } from '../bikes/bike';
-import { toModelFields } from '../bikes/model';
+import { toModelFields } from '../bikes/fields';
 import { readConfig } from '../config';
 import { prepareToServe } from '../db/migrate';
 import { connectPool } from '../db/pool';
