@@ -1,20 +1,27 @@
 import { randomUUID } from 'node:crypto';
-import type { Bike, BikeFields } from '../../src/bikes/bike';
+import type * as yup from 'yup';
+import { type Bike, bike, type BikeFields, bikeFields } from '../../src/bikes/bike';
+import { describe as describeSchema } from '../../src/bikes/yup';
 
-/** The eight fields a client sets, in the order responses list them. */
-export const CLIENT_FIELDS = [
-  'title',
-  'productType',
-  'createdAt',
-  'description',
-  'vendor',
-  'availableForSale',
-  'totalInventory',
-  'priceRange',
-] as const;
+/** A schema's keys at every level, in its order: each object's with their own, each leaf's with its type. */
+export interface Shape {
+  [key: string]: Shape | string;
+}
 
-/** The ten fields of a bike in a response, in their order. */
-export const BIKE_KEYS = ['id', 'handle', ...CLIENT_FIELDS];
+/** The shape of a schema of the definition (src/bikes/bike.ts): a field added there is in it at once. */
+export function shapeOf(schema: yup.Schema): Shape {
+  const shape = (fields: Record<string, ReturnType<typeof describeSchema>>): Shape =>
+    Object.fromEntries(
+      Object.entries(fields).map(([key, field]) => [key, field.fields ? shape(field.fields) : field.type]),
+    );
+  return shape(describeSchema(schema).fields ?? {});
+}
+
+/** The fields a client sets, in the order responses list them. */
+export const CLIENT_FIELDS = Object.keys(shapeOf(bikeFields)) as (keyof BikeFields)[];
+
+/** The fields of a bike in a response, in their order. */
+export const BIKE_KEYS = Object.keys(shapeOf(bike));
 
 /** A valid bike body whose title is unique to this call. */
 export function newBike(overrides: Partial<BikeFields> = {}): BikeFields {
