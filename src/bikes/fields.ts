@@ -17,7 +17,7 @@ import type { Bike, BikePatch } from './bike';
  * triggers, SQL of their own, are held to it by test/feed/change-capture.test.ts.
  * @internal That test reads it.
  */
-export const FIELDS = fieldMap({
+export const FIELDS = {
   id: { column: 'id', name: 'id' },
   handle: { column: 'handle', name: 'handle' },
   title: { column: 'title', name: 'title' },
@@ -31,7 +31,7 @@ export const FIELDS = fieldMap({
   'priceRange.minPrice.currencyCode': { column: 'min_price_currency_code', name: 'minPriceCurrencyCode' },
   'priceRange.maxPrice.amount': { column: 'max_price_amount', name: 'maxPriceAmount' },
   'priceRange.maxPrice.currencyCode': { column: 'max_price_currency_code', name: 'maxPriceCurrencyCode' },
-});
+} as const satisfies FieldMap;
 
 /**
  * The columns of `bikes` that hold no field of a bike: the insertion order, the version and
@@ -88,16 +88,17 @@ type EveryColumnIn<Map extends FieldMap> = {
 };
 
 /**
- * The map as written, checked: `satisfies FieldMap` could check each entry, not that the entries
- * cover every column, which needs the map's own type (this function's type parameter).
+ * The map, checked to cover every column of `bikes` (`satisfies FieldMap` checks each entry, not
+ * that: that needs the map's own type, this function's type parameter).
  */
-function fieldMap<const Map extends FieldMap>(map: Map & NoInfer<EveryColumnIn<Map>>): Map {
+function covering<const Map extends FieldMap>(map: Map & NoInfer<EveryColumnIn<Map>>): Map {
   return map;
 }
 
-type Fields = typeof FIELDS;
-type ColumnOf<Path extends FieldPath> = Fields[Path]['column'];
-type NameOf<Path extends FieldPath> = Fields[Path]['name'];
+// Written so that a mistake in the map is an error there, not at every use too.
+type EntryOf<Path extends FieldPath> = Path extends keyof typeof FIELDS ? (typeof FIELDS)[Path] : never;
+type ColumnOf<Path extends FieldPath> = EntryOf<Path>['column'] & BikeColumn;
+type NameOf<Path extends FieldPath> = EntryOf<Path>['name'];
 
 /** The fields a write sets: all but the id, which says which bike. */
 type WrittenPath = Exclude<FieldPath, 'id'>;
@@ -130,7 +131,7 @@ interface Field<Name extends keyof BikeRow = keyof BikeRow> {
   name: Name;
 }
 
-const FIELD_LIST: readonly Field[] = (Object.keys(FIELDS) as FieldPath[]).map((path) => ({
+const FIELD_LIST: readonly Field[] = (Object.keys(covering(FIELDS)) as FieldPath[]).map((path) => ({
   keys: path.split('.'),
   ...FIELDS[path],
 }));
