@@ -1,7 +1,8 @@
 import { createHash, randomInt, randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
-import { type BikeFields, deriveHandle } from '../bikes/bike';
+import { type BikeFields, bikeFields, deriveHandle } from '../bikes/bike';
 import { toModelFields } from '../bikes/fields';
+import { exampleOf } from '../bikes/yup';
 import { readConfig } from '../config';
 import { prepareToServe } from '../db/migrate';
 import { connectPool } from '../db/pool';
@@ -45,7 +46,10 @@ function weighted<T>(random: () => number, items: readonly { weight: number; val
   return (items.find(({ weight }) => (draw -= weight) < 0) ?? items[items.length - 1]).value;
 }
 
-/** One bike: a brand's model of its type, priced within the type's range, min price <= max price. */
+/**
+ * One bike: a brand's model of its type, priced within the type's range, min price <= max price.
+ * A field the shop knows nothing of has its definition's example.
+ */
 function shopBike(random: () => number, referenceDate: number): BikeFields {
   const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)];
   const vendor = pick(Object.keys(BRANDS));
@@ -58,6 +62,7 @@ function shopBike(random: () => number, referenceDate: number): BikeFields {
   const currencyCode = weighted(random, CURRENCIES);
   const description = `${withArticle(type.noun)} with ${withArticle(pick(type.frames))} frame in ${pick(COLOURS)}, and ${pick(type.features)}.`;
   return {
+    ...exampleOf(bikeFields),
     title: `${vendor} ${model}`,
     productType: type.productType,
     createdAt: new Date(referenceDate - Math.floor(random() * THREE_YEARS_MS)).toISOString(),

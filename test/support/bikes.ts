@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type * as yup from 'yup';
 import { type Bike, bike, type BikeFields, bikeFields } from '../../src/bikes/bike';
-import { describe as describeSchema } from '../../src/bikes/yup';
+import { describe as describeSchema, exampleOf } from '../../src/bikes/yup';
 
 /** A schema's keys at every level, in its order: each object's with their own, each leaf's with its type. */
 export interface Shape {
@@ -23,10 +23,11 @@ export const CLIENT_FIELDS = Object.keys(shapeOf(bikeFields)) as (keyof BikeFiel
 /** The fields of a bike in a response, in their order. */
 export const BIKE_KEYS = Object.keys(shapeOf(bike));
 
-/** A valid bike body whose title is unique to this call. */
+/** A valid bike body whose title is unique to this call; a field it does not name has its definition's example. */
 export function newBike(overrides: Partial<BikeFields> = {}): BikeFields {
   const tag = randomUUID().slice(0, 8);
   return {
+    ...exampleOf(bikeFields),
     title: `Hybrid Bicycle ${tag}`,
     productType: 'Hybrid',
     createdAt: '2024-03-01T10:00:00Z',
