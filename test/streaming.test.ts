@@ -1,7 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import { Client } from 'pg';
-import type { Bike } from '../src/bikes/bike';
+import { type Bike, bike } from '../src/bikes/bike';
+import { FIELDS, toModelFields } from '../src/bikes/fields';
+import { exampleOf } from '../src/bikes/yup';
 import { LIST_BATCH_SIZE } from '../src/bikes/repository';
 import { seedBikes } from './resilience/support/postgres';
 import { client } from './support/bikes';
@@ -37,6 +39,7 @@ function catalog(size: number): Bike[] {
   return Array.from({ length: size }, (_, i) => {
     const title = TITLE_SHAPES[i % TITLE_SHAPES.length](i);
     return {
+      ...exampleOf(bike),
       id: randomUUID(),
       handle: title.replaceAll(' ', '-').toLowerCase(),
       title,
@@ -54,6 +57,9 @@ function catalog(size: number): Bike[] {
   });
 }
 
+/** The columns of a bike, and each one's field by its name in rows. */
+const COLUMNS = Object.values(FIELDS);
+
 /** Inserts the bikes in array order (so insertion order is array order), 500 rows per statement. */
 async function insertBikes(databaseUrl: string, bikes: Bike[]): Promise<void> {
   const db = new Client({ connectionString: databaseUrl });
@@ -61,28 +67,15 @@ async function insertBikes(databaseUrl: string, bikes: Bike[]): Promise<void> {
   try {
     for (let start = 0; start < bikes.length; start += 500) {
       const rows = bikes.slice(start, start + 500);
-      const values = rows.flatMap((b) => [
-        b.id,
-        b.handle,
-        b.title,
-        b.productType,
-        b.createdAt,
-        b.description,
-        b.vendor,
-        b.availableForSale,
-        b.totalInventory,
-        b.priceRange.minPrice.amount,
-        b.priceRange.minPrice.currencyCode,
-        b.priceRange.maxPrice.amount,
-        b.priceRange.maxPrice.currencyCode,
-      ]);
+      const values = rows.flatMap((b) => {
+        const row = toModelFields(b);
+        return COLUMNS.map(({ name }) => row[name]);
+      });
       const placeholders = rows.map(
-        (_, r) => `(${Array.from({ length: 13 }, (_, c) => `$${r * 13 + c + 1}`).join(', ')})`,
+        (_, r) => `(${COLUMNS.map((_, c) => `$${r * COLUMNS.length + c + 1}`).join(', ')})`,
       );
       await db.query(
-        `INSERT INTO bikes (id, handle, title, product_type, created_at, description, vendor, available_for_sale,
-                            total_inventory, min_price_amount, min_price_currency_code, max_price_amount, max_price_currency_code)
-         VALUES ${placeholders.join(', ')}`,
+        `INSERT INTO bikes (${COLUMNS.map(({ column }) => column).join(', ')}) VALUES ${placeholders.join(', ')}`,
         values,
       );
     }
