@@ -14,7 +14,8 @@ import type { Bike, BikePatch } from './bike';
  * The compiler checks it against both sides: every field of the definition is here, each column
  * is one of `bikes` holding the field's type, each name is a field of Prisma's model, and every
  * column of `bikes` is some field's or one of the table's own (TableColumn). The change log's
- * triggers, SQL of their own, are held to it by test/feed/change-capture.test.ts.
+ * triggers, SQL of their own, are held to it by test/feed/change-capture.test.ts. Adding a field:
+ * docs/development.md#adding-a-field-to-the-bike.
  * @internal That test reads it.
  */
 export const FIELDS = {
