@@ -121,9 +121,8 @@ type Selection<Table extends string, Path extends FieldPath> = {
   [P in Path]: ColumnOf<P> extends NameOf<P> ? `${Table}.${ColumnOf<P>}` : `${Table}.${ColumnOf<P>} as ${NameOf<P>}`;
 }[Path];
 
-// The lists made of the map, in its order, the definition's (which responses keep). Object.keys
-// and Object.fromEntries type what they make with any string for a key: each cast below names the
-// type the map gives it, entry for entry.
+// The lists made of the map, in its order. Object.keys and Object.fromEntries type what they make
+// with any string for a key: each cast below names the type the map gives it, entry for entry.
 
 interface Field<Name extends keyof BikeRow = keyof BikeRow> {
   /** The path's keys: `['priceRange', 'minPrice', 'amount']`. */
