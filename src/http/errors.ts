@@ -1,5 +1,6 @@
 import { type OutgoingHttpHeaders, STATUS_CODES } from 'node:http';
 import type Koa from 'koa';
+import { KeysUnavailable } from '../auth/provider';
 import { isDatabaseUnavailable } from '../db/errors';
 import { WriteOutcomeUnknown } from '../db/pool';
 import type { Logger } from '../logger';
@@ -62,7 +63,9 @@ export function errorHandler(logger: Logger): Koa.Middleware {
       restoreHeaders(ctx, before);
       const status = statusOf(err);
       if (status === 500) logger.error({ err }, 'unexpected error');
-      else if (status === 503 || status === 504) logger.warn({ err: (err as Error)?.message }, 'database unavailable');
+      else if (err instanceof HttpError && err.cause instanceof KeysUnavailable) {
+        logger.warn({ err: (err.cause.cause as Error | undefined)?.message }, err.cause.message);
+      } else if (status === 503 || status === 504) logger.warn({ err: (err as Error)?.message }, 'database unavailable');
       else if (err instanceof HttpError && err.cause instanceof Error) {
         logger.warn({ err: err.cause.message, status }, 'value refused by the database');
       }
