@@ -191,8 +191,9 @@ function buildDocument() {
       license: { name: 'MIT', identifier: 'MIT' },
       description:
         'A catalog of bikes. Reads are open; creating, replacing, updating and deleting need a bearer token ' +
-        'from `POST /api/user`. Failures are a status code with its reason phrase as plain text, never a JSON ' +
-        'body. Every response carries an `X-Request-Id` (yours when you send a short plain one). HEAD works ' +
+        'from `POST /api/user` (or, where the operator has closed it, from the operator or an identity ' +
+        'provider). Failures are a status code with its reason phrase as plain text, never a JSON body. ' +
+        'Every response carries an `X-Request-Id` (yours when you send a short plain one). HEAD works ' +
         'wherever GET does; a known path asked with another method answers 405 with an `Allow` header.',
     },
     // Relative: the server that serves this document.
@@ -208,7 +209,9 @@ function buildDocument() {
           type: 'http',
           scheme: 'bearer',
           bearerFormat: 'JWT',
-          description: 'Authorization: Bearer <token>, the token from POST /api/user.',
+          description:
+            'Authorization: Bearer <token>, the token from POST /api/user; where the operator has closed it, ' +
+            "one from the operator or the shop's identity provider.",
         },
       },
       parameters: {
