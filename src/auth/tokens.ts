@@ -40,7 +40,10 @@ export interface Tokens {
   verify(token: string): Promise<Caller>;
 }
 
-/** A key object, made once: given a string, jsonwebtoken first tries to parse it as a PEM public key, at a cost to each write. */
+/**
+ * A key object, made once: given a string, jsonwebtoken first tries to parse it as a PEM public
+ * key, and that failure cost each write about as much as all the rest of it did.
+ */
 const keyOf = (secret: string): KeyObject => createSecretKey(Buffer.from(secret));
 
 /** 128 random bits: no two tokens the service signs are the same (docs/decisions.md#tokens). */
