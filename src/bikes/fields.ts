@@ -153,8 +153,8 @@ function selected(table: string, { column, name }: Field): string {
 }
 
 /**
- * The bike a row holds (a row of a statement that selects BIKE_COLUMNS, or Prisma's model with
- * those fields), its fields in the definition's order.
+ * The bike a row holds: a row of a statement that selects BIKE_COLUMNS, or Prisma's model with
+ * those fields.
  */
 export function fromModelFields(row: BikeRow): Bike {
   // A Bike because the map has every field of one, each from a column of the field's own type.
