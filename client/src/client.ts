@@ -1,0 +1,94 @@
+import createClient, { type Client } from 'openapi-fetch';
+import { type CallOptions, createBike, deleteBike, getBike, updateBike } from './bikes.ts';
+import { gzipBodies } from './compress.ts';
+import { BikeStates, type Context, type EventSourceConstructor } from './context.ts';
+import { refusal } from './errors.ts';
+import { follow, type FollowOptions } from './follow.ts';
+import { pages } from './pages.ts';
+import { persist } from './retry.ts';
+import type { paths } from './schema.ts';
+import { tokenFunction, Tokens, type TokenSource } from './tokens.ts';
+import type { Bike, BikePatch, CatalogEvent, Filters, NewBike, Sort } from './types.ts';
+
+export interface CatalogClientOptions {
+  /** The service's address: `https://catalog.example.com`. */
+  baseUrl: string;
+  /**
+   * Where write tokens come from: a token, or a function that gives one (where the service gives
+   * none to anyone: a token your operator issued, or your identity provider's). Without it, the
+   * client asks POST /api/user, and again before the token expires.
+   */
+  token?: TokenSource;
+  /** The username POST /api/user writes into the tokens it gives (the scope of your Idempotency-Keys). */
+  username?: string;
+  /** Send write bodies gzip-compressed. */
+  compress?: boolean;
+  /** Answers (and lost connections) a call takes before it gives up with a ServerError: 10. */
+  attempts?: number;
+  /** The longest wait for one answer, in milliseconds, before it counts as a lost connection: 60,000. */
+  timeoutMs?: number;
+  /** The fetch to send with: the platform's by default. */
+  fetch?: typeof fetch;
+  /**
+   * The EventSource `follow` streams the changes with: the platform's where it has one (browsers).
+   * `null`, or none: `follow` reads pages of changes instead.
+   */
+  EventSource?: EventSourceConstructor | null;
+}
+
+export interface CatalogClient {
+  /** The bike; the client remembers its state (ETag) for `update`. */
+  get(id: string, options?: CallOptions): Promise<Bike>;
+  /** Creates the bike once, whatever the retries take (one Idempotency-Key for them all). */
+  create(bike: NewBike, options?: CallOptions & { idempotencyKey?: string }): Promise<Bike>;
+  /** Applies the changes to the bike as last read (If-Match), or throws ConflictError with the bike as it is now. */
+  update(bike: string | Bike, changes: BikePatch, options?: CallOptions): Promise<Bike>;
+  /** Deletes the bike; one read first and changed since is kept (ConflictError). */
+  delete(id: string, options?: CallOptions): Promise<void>;
+  /** The bikes that pass the filters, in the order `sort` names, a page at a time. */
+  pages(
+    filters?: Filters,
+    sort?: Sort,
+    options?: CallOptions & { limit?: number },
+  ): AsyncGenerator<Bike[], void, undefined>;
+  /** The whole catalog, then each change to it, once and in order, until `signal` aborts. */
+  follow(onChange: (event: CatalogEvent) => unknown, options?: FollowOptions): Promise<void>;
+  /** The typed openapi-fetch client, for any other call: answers as the service gives them, no rule applied. */
+  api: Client<paths>;
+}
+
+/** A client of the bike catalog service at `baseUrl`, with the rules of docs/clients.md built in. */
+export function createCatalogClient(options: CatalogClientOptions): CatalogClient {
+  const { baseUrl, username, attempts = 10, timeoutMs = 60_000 } = options;
+  const api = createClient<paths>({ baseUrl, fetch: options.fetch });
+  if (options.compress) api.use(gzipBodies);
+  const persistence = (what: string, signal?: AbortSignal) => ({ what, attempts, timeoutMs, signal });
+  const issued = async () => {
+    const what = 'POST /api/user (where the service gives no tokens, give the client a `token`)';
+    const { answer } = await persist(
+      (attempt) =>
+        api.POST('/api/user', { body: username === undefined ? undefined : { username }, signal: attempt.signal }),
+      persistence(what),
+    );
+    if (answer.data) return answer.data.token;
+    throw refusal(what, answer.response);
+  };
+  const globalEventSource = (globalThis as { EventSource?: EventSourceConstructor }).EventSource;
+  const ctx: Context = {
+    api,
+    baseUrl: baseUrl.replace(/\/+$/, ''),
+    tokens: new Tokens(options.token === undefined ? issued : tokenFunction(options.token)),
+    states: new BikeStates(),
+    persistence,
+    EventSource: options.EventSource === undefined ? globalEventSource : (options.EventSource ?? undefined),
+  };
+  return {
+    get: (id, callOptions) => getBike(ctx, id, callOptions),
+    create: (bike, callOptions) => createBike(ctx, bike, callOptions),
+    update: (bike, changes, callOptions) => updateBike(ctx, bike, changes, callOptions),
+    delete: (id, callOptions) => deleteBike(ctx, id, callOptions),
+    pages: (filters, sort, callOptions) => pages(ctx, filters, sort, callOptions),
+    follow: (onChange, followOptions) => follow(ctx, onChange, followOptions),
+    api,
+  };
+}
