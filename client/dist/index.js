@@ -695,7 +695,7 @@ async function getBike(ctx, id, { signal, primary = false } = {}) {
 }
 /**
  * POST /bikes/ under one Idempotency-Key (a random UUID unless given) kept across its retries
- * (docs/clients.md#retrying-a-create): whatever the answers, the service makes one bike at most.
+ * (docs/decisions.md#idempotency-keys): whatever the answers, the service makes one bike at most.
  * After an answer that leaves the outcome unknown (504, a lost connection), the bike named in
  * `Content-Location` is read: if it is there, it is the answer; otherwise the key is sent again,
  * which answers the bike if the first attempt made it, or makes it.
@@ -792,7 +792,7 @@ function uuidV4() {
 
 /**
  * Sends every request body gzip-compressed (`Content-Encoding: gzip`), which each route that
- * reads a body takes (docs/clients.md#requests-and-answers, Bodies). CompressionStream is in
+ * reads a body takes (docs/decisions.md#content-codings). CompressionStream is in
  * browsers and Node.js alike.
  */
 const gzipBodies = {
@@ -962,7 +962,7 @@ function stream(feed, since, EventSource) {
 /**
  * GET /bikes, page after page: each page's bikes, the next page asked for at the address its
  * `Link: <...>; rel="next"` gives, as it is, until a page has none
- * (docs/clients.md#browse-and-sync). `limit` is the size of a page (1 to 250; 24 when absent).
+ * (docs/decisions.md#paged-listing). `limit` is the size of a page (1 to 250; 24 when absent).
  */
 async function* pages(ctx, filters = {}, sort, { limit, signal } = {}) {
     let next;
