@@ -1063,11 +1063,10 @@ function createCatalogClient(options) {
         api.use(gzipBodies);
     const persistence = (what, signal) => ({ what, attempts, timeoutMs, signal });
     const issued = async () => {
-        const what = 'POST /api/user (where the service gives no tokens, give the client a `token`)';
-        const { answer } = await persist((attempt) => api.POST('/api/user', { body: username === undefined ? undefined : { username }, signal: attempt.signal }), persistence(what));
+        const { answer } = await persist((attempt) => api.POST('/api/user', { body: username === undefined ? undefined : { username }, signal: attempt.signal }), persistence('POST /api/user'));
         if (answer.data)
             return answer.data.token;
-        throw refusal(what, answer.response);
+        throw refusal('POST /api/user (where the service gives no tokens, give the client a `token`)', answer.response);
     };
     const globalEventSource = globalThis.EventSource;
     const ctx = {

@@ -64,14 +64,13 @@ export function createCatalogClient(options: CatalogClientOptions): CatalogClien
   if (options.compress) api.use(gzipBodies);
   const persistence = (what: string, signal?: AbortSignal) => ({ what, attempts, timeoutMs, signal });
   const issued = async () => {
-    const what = 'POST /api/user (where the service gives no tokens, give the client a `token`)';
     const { answer } = await persist(
       (attempt) =>
         api.POST('/api/user', { body: username === undefined ? undefined : { username }, signal: attempt.signal }),
-      persistence(what),
+      persistence('POST /api/user'),
     );
     if (answer.data) return answer.data.token;
-    throw refusal(what, answer.response);
+    throw refusal('POST /api/user (where the service gives no tokens, give the client a `token`)', answer.response);
   };
   const globalEventSource = (globalThis as { EventSource?: EventSourceConstructor }).EventSource;
   const ctx: Context = {
