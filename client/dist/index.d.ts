@@ -2569,7 +2569,10 @@ interface CatalogClient {
     }): AsyncGenerator<Bike[], void, undefined>;
     /** The whole catalog, then each change to it, once and in order, until `signal` aborts. */
     follow(onChange: (event: CatalogEvent) => unknown, options?: FollowOptions): Promise<void>;
-    /** The typed openapi-fetch client, for any other call: answers as the service gives them, no rule applied. */
+    /**
+     * The typed openapi-fetch client, for any other call (a replace, a search): its writes are
+     * signed with the client's token; no other rule is applied, and answers come as the service gives them.
+     */
     api: Client<paths>;
 }
 /** A client of the bike catalog service at `baseUrl`, with the rules of docs/clients.md built in. */

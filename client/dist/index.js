@@ -614,18 +614,20 @@ async function persist(send, options, check) {
         return signal ? AbortSignal.any([signal, timeout]) : timeout;
     };
     for (let attempt = 1; attempt <= attempts; attempt++) {
-        const headers = tokens ? { Authorization: await tokens.authorization() } : {};
         let answer;
         try {
-            answer = await send({ signal: bounded(), headers });
+            answer = await send(bounded());
         }
         catch (err) {
             if (signal?.aborted)
                 throw signal.reason;
+            // Ours, not the connection's: the token could not be had (tokens.ts).
+            if (err instanceof CatalogError)
+                throw err;
             last = { said: `no answer (${err instanceof Error ? err.message : String(err)})`, cause: err };
         }
-        const status = answer?.response.status;
-        if (answer && status !== undefined) {
+        if (answer) {
+            const { status } = answer.response;
             last = { status, said: `${status} ${answer.response.statusText}` };
             if ((status === 401 || status === 403) && tokens && !renewed) {
                 tokens.renew();
@@ -684,9 +686,9 @@ function sleep(ms, signal) {
 const PRIMARY = { 'X-Read-From': 'primary' };
 /** GET /bikes/{id}: the bike, whose state the client remembers for a later update. */
 async function getBike(ctx, id, { signal, primary = false } = {}) {
-    const { answer } = await persist((attempt) => ctx.api.GET('/bikes/{id}', {
+    const { answer } = await persist((bounded) => ctx.api.GET('/bikes/{id}', {
         params: { path: { id }, header: primary ? PRIMARY : undefined },
-        signal: attempt.signal,
+        signal: bounded,
     }), ctx.persistence(`GET /bikes/${id}`, signal));
     if (!answer.data)
         throw refusal(`GET /bikes/${id}`, answer.response);
@@ -701,11 +703,10 @@ async function getBike(ctx, id, { signal, primary = false } = {}) {
  * which answers the bike if the first attempt made it, or makes it.
  */
 async function createBike(ctx, bike, { signal, idempotencyKey = uuidV4() } = {}) {
-    const { answer } = await persist((attempt) => ctx.api.POST('/bikes/', {
+    const { answer } = await persist((bounded) => ctx.api.POST('/bikes/', {
         params: { header: { 'Idempotency-Key': idempotencyKey } },
-        headers: attempt.headers,
         body: bike,
-        signal: attempt.signal,
+        signal: bounded,
     }), { ...ctx.persistence('POST /bikes/', signal), tokens: ctx.tokens, idempotencyKey }, async (unsettled, bounded) => {
         const location = unsettled?.response.headers.get('Content-Location');
         const id = location?.slice(location.lastIndexOf('/') + 1);
@@ -737,11 +738,10 @@ async function updateBike(ctx, target, changes, { signal } = {}) {
         }
         etag = ctx.states.etagOf(id);
     }
-    const { answer, unknown } = await persist((attempt) => ctx.api.PATCH('/bikes/{id}', {
+    const { answer, unknown } = await persist((bounded) => ctx.api.PATCH('/bikes/{id}', {
         params: { path: { id }, header: etag === undefined ? undefined : { 'If-Match': etag } },
-        headers: attempt.headers,
         body: changes,
-        signal: attempt.signal,
+        signal: bounded,
     }), { ...ctx.persistence(what, signal), tokens: ctx.tokens });
     if (answer.data) {
         ctx.states.remember(answer.data, answer.response);
@@ -766,10 +766,9 @@ async function updateBike(ctx, target, changes, { signal } = {}) {
 async function deleteBike(ctx, id, { signal } = {}) {
     const what = `DELETE /bikes/${id}`;
     const etag = ctx.states.etagOf(id);
-    const { answer, unknown } = await persist((attempt) => ctx.api.DELETE('/bikes/{id}', {
+    const { answer, unknown } = await persist((bounded) => ctx.api.DELETE('/bikes/{id}', {
         params: { path: { id }, header: etag === undefined ? undefined : { 'If-Match': etag } },
-        headers: attempt.headers,
-        signal: attempt.signal,
+        signal: bounded,
     }), { ...ctx.persistence(what, signal), tokens: ctx.tokens });
     const { status } = answer.response;
     if (status === 200 || (status === 404 && unknown))
@@ -842,7 +841,9 @@ async function follow(ctx, onChange, { from, signal, pollMs = 1000 } = {}) {
                 await onChange(list);
                 cursor = list.cursor;
             }
-            cursor = ctx.EventSource ? await streamFrom(feed, cursor, ctx.EventSource) : await pagesFrom(feed, cursor);
+            await (ctx.EventSource ? streamFrom(feed, cursor, ctx.EventSource) : pagesFrom(feed, cursor));
+            // They return only where the feed cannot go on from where it stood.
+            cursor = undefined;
         }
     }
     catch (err) {
@@ -854,7 +855,7 @@ async function follow(ctx, onChange, { from, signal, pollMs = 1000 } = {}) {
 /** GET /bikes/all, and the feed's point it is consistent with. */
 async function listAll(ctx, signal) {
     const what = 'GET /bikes/all';
-    const { answer } = await persist((attempt) => ctx.api.GET('/bikes/all', { signal: attempt.signal }), {
+    const { answer } = await persist((bounded) => ctx.api.GET('/bikes/all', { signal: bounded }), {
         ...ctx.persistence(what, signal),
         attempts: Infinity,
     });
@@ -866,20 +867,20 @@ async function listAll(ctx, signal) {
     return { type: 'list', bikes: answer.data, cursor };
 }
 /**
- * A page of the feed after `cursor`, delivered; the cursor after it, or undefined when the feed
+ * A page of the feed after `cursor`, delivered, and the cursor after it; or `gone` where the feed
  * cannot go on from `cursor`. An empty page moves the cursor to its `Catalog-Cursor`: where the
  * follower stands, which pruning does not pass while the follower keeps up.
  */
 async function pageAfter(feed, cursor) {
     const what = 'GET /bikes/changes';
-    const { answer } = await persist((attempt) => feed.ctx.api.GET('/bikes/changes', {
+    const { answer } = await persist((bounded) => feed.ctx.api.GET('/bikes/changes', {
         params: { query: { since: cursor, limit: PAGE } },
-        signal: attempt.signal,
+        signal: bounded,
     }), { ...feed.ctx.persistence(what, feed.signal), attempts: Infinity });
     const { response, data } = answer;
     const refusedCursor = response.status === 400 && response.headers.get('X-Invalid-Field') === 'since';
     if (response.status === 410 || refusedCursor)
-        return { full: false };
+        return { gone: true };
     if (!data)
         throw refusal(what, response);
     for (const change of data) {
@@ -890,31 +891,30 @@ async function pageAfter(feed, cursor) {
         cursor = response.headers.get('Catalog-Cursor') ?? cursor;
     return { cursor, full: data.length === PAGE };
 }
-/** Pages of the feed from `cursor`, for as long as it goes on; undefined once it cannot. */
+/** Pages of the feed from `cursor`, for as long as it goes on. */
 async function pagesFrom(feed, from) {
     let cursor = from;
     for (;;) {
         const page = await pageAfter(feed, cursor);
-        if (page.cursor === undefined)
-            return undefined;
+        if ('gone' in page)
+            return;
         cursor = page.cursor;
         if (!page.full)
             await sleep(feed.pollMs, feed.signal);
     }
 }
 /**
- * The feed as an event stream from `cursor`, for as long as it goes on; undefined once it cannot.
- * The EventSource reconnects by itself (with Last-Event-ID) while the service answers nothing; an
- * answer that ends it (410, 429, 503, ...) is not shown to it, so a page from its last event says
- * what it was, and gives what came meanwhile, before a stream opens again.
+ * The feed as an event stream from `cursor`, for as long as it goes on. The EventSource reconnects
+ * by itself (with Last-Event-ID) while the service answers nothing; an answer that ends it (410,
+ * 429, 503, ...) is not shown to it, so a page from its last event says what it was, and gives
+ * what came meanwhile, before a stream opens again.
  */
 async function streamFrom(feed, from, EventSource) {
     let cursor = from;
     for (;;) {
-        cursor = await stream(feed, cursor, EventSource);
-        const page = await pageAfter(feed, cursor);
-        if (page.cursor === undefined)
-            return undefined;
+        const page = await pageAfter(feed, await stream(feed, cursor, EventSource));
+        if ('gone' in page)
+            return;
         cursor = page.cursor;
         // Not straight back to a stream that was refused (too many streams: 429).
         await sleep(feed.pollMs, feed.signal);
@@ -969,9 +969,9 @@ async function* pages(ctx, filters = {}, sort, { limit, signal } = {}) {
     for (;;) {
         // The next page's query, from its address: openapi-fetch then sends it unchanged.
         const query = next;
-        const { answer } = await persist((attempt) => query === undefined
-            ? ctx.api.GET('/bikes', { params: { query: { ...filters, sort, limit } }, signal: attempt.signal })
-            : ctx.api.GET('/bikes', { querySerializer: () => query, signal: attempt.signal }), ctx.persistence('GET /bikes', signal));
+        const { answer } = await persist((bounded) => query === undefined
+            ? ctx.api.GET('/bikes', { params: { query: { ...filters, sort, limit } }, signal: bounded })
+            : ctx.api.GET('/bikes', { querySerializer: () => query, signal: bounded }), ctx.persistence('GET /bikes', signal));
         if (!answer.data)
             throw refusal('GET /bikes', answer.response);
         yield answer.data;
@@ -1063,16 +1063,18 @@ function createCatalogClient(options) {
         api.use(gzipBodies);
     const persistence = (what, signal) => ({ what, attempts, timeoutMs, signal });
     const issued = async () => {
-        const { answer } = await persist((attempt) => api.POST('/api/user', { body: username === undefined ? undefined : { username }, signal: attempt.signal }), persistence('POST /api/user'));
+        const { answer } = await persist((bounded) => api.POST('/api/user', { body: username === undefined ? undefined : { username }, signal: bounded }), persistence('POST /api/user'));
         if (answer.data)
             return answer.data.token;
         throw refusal('POST /api/user (where the service gives no tokens, give the client a `token`)', answer.response);
     };
+    const tokens = new Tokens(options.token === undefined ? issued : tokenFunction(options.token));
+    api.use(signWrites(tokens));
     const globalEventSource = globalThis.EventSource;
     const ctx = {
         api,
         baseUrl: baseUrl.replace(/\/+$/, ''),
-        tokens: new Tokens(options.token === undefined ? issued : tokenFunction(options.token)),
+        tokens,
         states: new BikeStates(),
         persistence,
         EventSource: options.EventSource === undefined ? globalEventSource : (options.EventSource ?? undefined),
@@ -1085,6 +1087,26 @@ function createCatalogClient(options) {
         pages: (filters, sort, callOptions) => pages(ctx, filters, sort, callOptions),
         follow: (onChange, followOptions) => follow(ctx, onChange, followOptions),
         api,
+    };
+}
+/** Signs every write with the client's token (one that comes with its own Authorization is left as it is). */
+function signWrites(tokens) {
+    return {
+        async onRequest({ request, schemaPath }) {
+            const read = request.method === 'GET' || request.method === 'HEAD';
+            if (read || schemaPath === '/api/user' || request.headers.has('Authorization'))
+                return undefined;
+            const authorization = await tokens.authorization().catch((err) => {
+                // Not a lost connection to try again (retry.ts): what the token's source said.
+                if (err instanceof CatalogError)
+                    throw err;
+                throw new CatalogError(`no token: ${err instanceof Error ? err.message : String(err)}`, undefined, {
+                    cause: err,
+                });
+            });
+            request.headers.set('Authorization', authorization);
+            return request;
+        },
     };
 }
 

@@ -18,10 +18,10 @@ export async function getBike(
   { signal, primary = false }: CallOptions & { primary?: boolean } = {},
 ): Promise<Bike> {
   const { answer } = await persist(
-    (attempt) =>
+    (bounded) =>
       ctx.api.GET('/bikes/{id}', {
         params: { path: { id }, header: primary ? PRIMARY : undefined },
-        signal: attempt.signal,
+        signal: bounded,
       }),
     ctx.persistence(`GET /bikes/${id}`, signal),
   );
@@ -43,12 +43,11 @@ export async function createBike(
   { signal, idempotencyKey = uuidV4() }: CallOptions & { idempotencyKey?: string } = {},
 ): Promise<Bike> {
   const { answer } = await persist(
-    (attempt) =>
+    (bounded) =>
       ctx.api.POST('/bikes/', {
         params: { header: { 'Idempotency-Key': idempotencyKey } },
-        headers: attempt.headers,
         body: bike,
-        signal: attempt.signal,
+        signal: bounded,
       }),
     { ...ctx.persistence('POST /bikes/', signal), tokens: ctx.tokens, idempotencyKey },
     async (unsettled, bounded) => {
@@ -88,12 +87,11 @@ export async function updateBike(
     etag = ctx.states.etagOf(id);
   }
   const { answer, unknown } = await persist(
-    (attempt) =>
+    (bounded) =>
       ctx.api.PATCH('/bikes/{id}', {
         params: { path: { id }, header: etag === undefined ? undefined : { 'If-Match': etag } },
-        headers: attempt.headers,
         body: changes,
-        signal: attempt.signal,
+        signal: bounded,
       }),
     { ...ctx.persistence(what, signal), tokens: ctx.tokens },
   );
@@ -122,11 +120,10 @@ export async function deleteBike(ctx: Context, id: string, { signal }: CallOptio
   const what = `DELETE /bikes/${id}`;
   const etag = ctx.states.etagOf(id);
   const { answer, unknown } = await persist(
-    (attempt) =>
+    (bounded) =>
       ctx.api.DELETE('/bikes/{id}', {
         params: { path: { id }, header: etag === undefined ? undefined : { 'If-Match': etag } },
-        headers: attempt.headers,
-        signal: attempt.signal,
+        signal: bounded,
       }),
     { ...ctx.persistence(what, signal), tokens: ctx.tokens },
   );

@@ -1,8 +1,8 @@
-import createClient, { type Client } from 'openapi-fetch';
+import createClient, { type Client, type Middleware } from 'openapi-fetch';
 import { type CallOptions, createBike, deleteBike, getBike, updateBike } from './bikes.ts';
 import { gzipBodies } from './compress.ts';
 import { BikeStates, type Context, type EventSourceConstructor } from './context.ts';
-import { refusal } from './errors.ts';
+import { CatalogError, refusal } from './errors.ts';
 import { follow, type FollowOptions } from './follow.ts';
 import { pages } from './pages.ts';
 import { persist } from './retry.ts';
@@ -53,7 +53,10 @@ export interface CatalogClient {
   ): AsyncGenerator<Bike[], void, undefined>;
   /** The whole catalog, then each change to it, once and in order, until `signal` aborts. */
   follow(onChange: (event: CatalogEvent) => unknown, options?: FollowOptions): Promise<void>;
-  /** The typed openapi-fetch client, for any other call: answers as the service gives them, no rule applied. */
+  /**
+   * The typed openapi-fetch client, for any other call (a replace, a search): its writes are
+   * signed with the client's token; no other rule is applied, and answers come as the service gives them.
+   */
   api: Client<paths>;
 }
 
@@ -65,18 +68,19 @@ export function createCatalogClient(options: CatalogClientOptions): CatalogClien
   const persistence = (what: string, signal?: AbortSignal) => ({ what, attempts, timeoutMs, signal });
   const issued = async () => {
     const { answer } = await persist(
-      (attempt) =>
-        api.POST('/api/user', { body: username === undefined ? undefined : { username }, signal: attempt.signal }),
+      (bounded) => api.POST('/api/user', { body: username === undefined ? undefined : { username }, signal: bounded }),
       persistence('POST /api/user'),
     );
     if (answer.data) return answer.data.token;
     throw refusal('POST /api/user (where the service gives no tokens, give the client a `token`)', answer.response);
   };
+  const tokens = new Tokens(options.token === undefined ? issued : tokenFunction(options.token));
+  api.use(signWrites(tokens));
   const globalEventSource = (globalThis as { EventSource?: EventSourceConstructor }).EventSource;
   const ctx: Context = {
     api,
     baseUrl: baseUrl.replace(/\/+$/, ''),
-    tokens: new Tokens(options.token === undefined ? issued : tokenFunction(options.token)),
+    tokens,
     states: new BikeStates(),
     persistence,
     EventSource: options.EventSource === undefined ? globalEventSource : (options.EventSource ?? undefined),
@@ -89,5 +93,24 @@ export function createCatalogClient(options: CatalogClientOptions): CatalogClien
     pages: (filters, sort, callOptions) => pages(ctx, filters, sort, callOptions),
     follow: (onChange, followOptions) => follow(ctx, onChange, followOptions),
     api,
+  };
+}
+
+/** Signs every write with the client's token (one that comes with its own Authorization is left as it is). */
+function signWrites(tokens: Tokens): Middleware {
+  return {
+    async onRequest({ request, schemaPath }) {
+      const read = request.method === 'GET' || request.method === 'HEAD';
+      if (read || schemaPath === '/api/user' || request.headers.has('Authorization')) return undefined;
+      const authorization = await tokens.authorization().catch((err: unknown) => {
+        // Not a lost connection to try again (retry.ts): what the token's source said.
+        if (err instanceof CatalogError) throw err;
+        throw new CatalogError(`no token: ${err instanceof Error ? err.message : String(err)}`, undefined, {
+          cause: err,
+        });
+      });
+      request.headers.set('Authorization', authorization);
+      return request;
+    },
   };
 }

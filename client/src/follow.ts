@@ -1,5 +1,5 @@
 import type { CallOptions } from './bikes.ts';
-import type { Context, EventSourceLike } from './context.ts';
+import type { Context, EventSourceConstructor } from './context.ts';
 import { CatalogError, refusal } from './errors.ts';
 import { persist, sleep } from './retry.ts';
 import type { CatalogEvent, Change } from './types.ts';
@@ -49,7 +49,9 @@ export async function follow(
         await onChange(list);
         cursor = list.cursor;
       }
-      cursor = ctx.EventSource ? await streamFrom(feed, cursor, ctx.EventSource) : await pagesFrom(feed, cursor);
+      await (ctx.EventSource ? streamFrom(feed, cursor, ctx.EventSource) : pagesFrom(feed, cursor));
+      // They return only where the feed cannot go on from where it stood.
+      cursor = undefined;
     }
   } catch (err) {
     if (signal?.aborted) return;
@@ -67,7 +69,7 @@ interface Feed {
 /** GET /bikes/all, and the feed's point it is consistent with. */
 async function listAll(ctx: Context, signal?: AbortSignal): Promise<CatalogEvent & { type: 'list' }> {
   const what = 'GET /bikes/all';
-  const { answer } = await persist((attempt) => ctx.api.GET('/bikes/all', { signal: attempt.signal }), {
+  const { answer } = await persist((bounded) => ctx.api.GET('/bikes/all', { signal: bounded }), {
     ...ctx.persistence(what, signal),
     attempts: Infinity,
   });
@@ -78,23 +80,23 @@ async function listAll(ctx: Context, signal?: AbortSignal): Promise<CatalogEvent
 }
 
 /**
- * A page of the feed after `cursor`, delivered; the cursor after it, or undefined when the feed
+ * A page of the feed after `cursor`, delivered, and the cursor after it; or `gone` where the feed
  * cannot go on from `cursor`. An empty page moves the cursor to its `Catalog-Cursor`: where the
  * follower stands, which pruning does not pass while the follower keeps up.
  */
-async function pageAfter(feed: Feed, cursor: string): Promise<{ cursor?: string; full: boolean }> {
+async function pageAfter(feed: Feed, cursor: string): Promise<{ gone: true } | { cursor: string; full: boolean }> {
   const what = 'GET /bikes/changes';
   const { answer } = await persist(
-    (attempt) =>
+    (bounded) =>
       feed.ctx.api.GET('/bikes/changes', {
         params: { query: { since: cursor, limit: PAGE } },
-        signal: attempt.signal,
+        signal: bounded,
       }),
     { ...feed.ctx.persistence(what, feed.signal), attempts: Infinity },
   );
   const { response, data } = answer;
   const refusedCursor = response.status === 400 && response.headers.get('X-Invalid-Field') === 'since';
-  if (response.status === 410 || refusedCursor) return { full: false };
+  if (response.status === 410 || refusedCursor) return { gone: true };
   if (!data) throw refusal(what, response);
   for (const change of data as Change[]) {
     await feed.deliver(change);
@@ -104,29 +106,28 @@ async function pageAfter(feed: Feed, cursor: string): Promise<{ cursor?: string;
   return { cursor, full: data.length === PAGE };
 }
 
-/** Pages of the feed from `cursor`, for as long as it goes on; undefined once it cannot. */
-async function pagesFrom(feed: Feed, from: string): Promise<undefined> {
-  let cursor: string | undefined = from;
+/** Pages of the feed from `cursor`, for as long as it goes on. */
+async function pagesFrom(feed: Feed, from: string): Promise<void> {
+  let cursor = from;
   for (;;) {
     const page = await pageAfter(feed, cursor);
-    if (page.cursor === undefined) return undefined;
+    if ('gone' in page) return;
     cursor = page.cursor;
     if (!page.full) await sleep(feed.pollMs, feed.signal);
   }
 }
 
 /**
- * The feed as an event stream from `cursor`, for as long as it goes on; undefined once it cannot.
- * The EventSource reconnects by itself (with Last-Event-ID) while the service answers nothing; an
- * answer that ends it (410, 429, 503, ...) is not shown to it, so a page from its last event says
- * what it was, and gives what came meanwhile, before a stream opens again.
+ * The feed as an event stream from `cursor`, for as long as it goes on. The EventSource reconnects
+ * by itself (with Last-Event-ID) while the service answers nothing; an answer that ends it (410,
+ * 429, 503, ...) is not shown to it, so a page from its last event says what it was, and gives
+ * what came meanwhile, before a stream opens again.
  */
-async function streamFrom(feed: Feed, from: string, EventSource: new (url: string) => EventSourceLike) {
-  let cursor: string | undefined = from;
+async function streamFrom(feed: Feed, from: string, EventSource: EventSourceConstructor): Promise<void> {
+  let cursor = from;
   for (;;) {
-    cursor = await stream(feed, cursor, EventSource);
-    const page = await pageAfter(feed, cursor);
-    if (page.cursor === undefined) return undefined;
+    const page = await pageAfter(feed, await stream(feed, cursor, EventSource));
+    if ('gone' in page) return;
     cursor = page.cursor;
     // Not straight back to a stream that was refused (too many streams: 429).
     await sleep(feed.pollMs, feed.signal);
@@ -134,7 +135,7 @@ async function streamFrom(feed: Feed, from: string, EventSource: new (url: strin
 }
 
 /** One EventSource from `since`, its events delivered in order; the last one's cursor once it has closed. */
-function stream(feed: Feed, since: string, EventSource: new (url: string) => EventSourceLike): Promise<string> {
+function stream(feed: Feed, since: string, EventSource: EventSourceConstructor): Promise<string> {
   const { ctx, deliver, signal } = feed;
   return new Promise((resolve, reject) => {
     if (signal?.aborted) return reject(signal.reason);

@@ -20,10 +20,10 @@ export async function* pages(
     // The next page's query, from its address: openapi-fetch then sends it unchanged.
     const query = next;
     const { answer } = await persist(
-      (attempt) =>
+      (bounded) =>
         query === undefined
-          ? ctx.api.GET('/bikes', { params: { query: { ...filters, sort, limit } }, signal: attempt.signal })
-          : ctx.api.GET('/bikes', { querySerializer: () => query, signal: attempt.signal }),
+          ? ctx.api.GET('/bikes', { params: { query: { ...filters, sort, limit } }, signal: bounded })
+          : ctx.api.GET('/bikes', { querySerializer: () => query, signal: bounded }),
       ctx.persistence('GET /bikes', signal),
     );
     if (!answer.data) throw refusal('GET /bikes', answer.response);

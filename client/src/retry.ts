@@ -1,4 +1,4 @@
-import { ServerError } from './errors.ts';
+import { CatalogError, ServerError } from './errors.ts';
 import type { Tokens } from './tokens.ts';
 
 /** What a request answered: openapi-fetch's result, of which this needs the response. */
@@ -7,7 +7,7 @@ interface Answer {
 }
 
 export interface Persistence {
-  /** What is being done, for error messages: `create`, `GET /bikes/all`. */
+  /** What is being done, for error messages: `POST /bikes/`, `GET /bikes/all`. */
   what: string;
   /** Answers (and lost connections) to take before giving up. */
   attempts: number;
@@ -15,16 +15,10 @@ export interface Persistence {
   timeoutMs: number;
   /** Ends the waiting and the request in flight: the call rejects with the signal's reason. */
   signal?: AbortSignal;
-  /** Signs the request (writes), and renews the token once if the service refuses it. */
+  /** The token a write is signed with (client.ts): renewed once if the service refuses it. */
   tokens?: Tokens;
   /** A create's key, which the error names when the outcome is not settled. */
   idempotencyKey?: string;
-}
-
-/** What one attempt sends with: its signal, and the Authorization header when the request is signed. */
-export interface Attempt {
-  signal: AbortSignal;
-  headers: { Authorization?: string };
 }
 
 /**
@@ -38,7 +32,7 @@ export interface Attempt {
  * one came: an answer it returns settles the request (a create finds the bike it made).
  */
 export async function persist<A extends Answer, B extends Answer = A>(
-  send: (attempt: Attempt) => Promise<A>,
+  send: (signal: AbortSignal) => Promise<A>,
   options: Persistence,
   check?: (answer: A | undefined, signal: AbortSignal) => Promise<B | undefined>,
 ): Promise<{ answer: A | B; unknown: boolean }> {
@@ -51,16 +45,17 @@ export async function persist<A extends Answer, B extends Answer = A>(
     return signal ? AbortSignal.any([signal, timeout]) : timeout;
   };
   for (let attempt = 1; attempt <= attempts; attempt++) {
-    const headers = tokens ? { Authorization: await tokens.authorization() } : {};
     let answer: A | undefined;
     try {
-      answer = await send({ signal: bounded(), headers });
+      answer = await send(bounded());
     } catch (err) {
       if (signal?.aborted) throw signal.reason;
+      // Ours, not the connection's: the token could not be had (tokens.ts).
+      if (err instanceof CatalogError) throw err;
       last = { said: `no answer (${err instanceof Error ? err.message : String(err)})`, cause: err };
     }
-    const status = answer?.response.status;
-    if (answer && status !== undefined) {
+    if (answer) {
+      const { status } = answer.response;
       last = { status, said: `${status} ${answer.response.statusText}` };
       if ((status === 401 || status === 403) && tokens && !renewed) {
         tokens.renew();

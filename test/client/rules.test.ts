@@ -107,6 +107,21 @@ describe('the client against the service', () => {
       expect((await all()).filter(({ id }) => id === bike.id)).toHaveLength(1);
     });
 
+    it('throws, sending nothing, what the function it was given throws', async () => {
+      const { sent, fetch } = recordingFetch();
+      const catalog = catalogOf({
+        fetch,
+        token: () => {
+          throw new Error('the identity provider is away');
+        },
+      });
+      await expect(catalog.create(newBike())).rejects.toMatchObject({
+        name: 'CatalogError',
+        message: 'no token: the identity provider is away',
+      });
+      expect(sent).toEqual([]);
+    });
+
     it('throws RequestError (403) when the token it was given is refused again', async () => {
       const catalog = catalogOf({ token: 'not-a-token' });
       await expect(catalog.create(newBike())).rejects.toMatchObject({ name: 'RequestError', status: 403 });
@@ -223,6 +238,18 @@ describe('the client against the service', () => {
       await catalogOf().create(fields);
       expect((await all()).filter(({ title }) => title === fields.title)).toHaveLength(2);
     });
+  });
+
+  it('api: any other call, typed by the document, its writes signed with the token', async () => {
+    const catalog = catalogOf();
+    const bike = await catalog.create(newBike());
+    const replacement = { ...newBike(), id: bike.id, handle: 'replaced' };
+    const { data, response } = await catalog.api.PUT('/bikes/{id}', {
+      params: { path: { id: bike.id } },
+      body: replacement,
+    });
+    expect(response.status).toBe(200);
+    expect(data).toEqual(replacement);
   });
 
   it('pages: follows Link to the last page, in the order asked for', async () => {
