@@ -2561,7 +2561,7 @@ interface CatalogClient {
     }): Promise<Bike>;
     /** Applies the changes to the bike as last read (If-Match), or throws ConflictError with the bike as it is now. */
     update(bike: string | Bike, changes: BikePatch, options?: CallOptions): Promise<Bike>;
-    /** Deletes the bike; one read first and changed since is kept (ConflictError). */
+    /** Deletes the bike; one this client read that changed since is kept (ConflictError). */
     delete(id: string, options?: CallOptions): Promise<void>;
     /** The bikes that pass the filters, in the order `sort` names, a page at a time. */
     pages(filters?: Filters, sort?: Sort, options?: CallOptions & {
