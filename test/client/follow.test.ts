@@ -84,6 +84,10 @@ describe('follow: under 16 writers on two instances', () => {
     const last = await client(first.baseUrl, tokens[0]).create(newBike());
     for (const follower of followers) await follower.reached(last);
     for (const follower of followers) await follower.stop();
+    console.log(
+      `client follow: ${done.writes + 1} writes; changes after each follower's list ` +
+        `(pages, events, then mid-way): ${followers.map((follower) => follower.lists[0].changes.length).join(', ')}`,
+    );
     for (const follower of followers) await expectInStep(follower, first.baseUrl);
     for (const follower of followers) expect(follower.lists).toHaveLength(1);
   }, 180_000);
