@@ -83,13 +83,16 @@ export async function persist<A extends Answer, B extends Answer = A>(
   );
 }
 
-/** `Retry-After` in milliseconds: seconds, or an HTTP date; undefined when absent or unreadable. */
+/**
+ * `Retry-After` in milliseconds (seconds, or an HTTP date), a minute at most: the service's own are
+ * a second, or the rest of a limit's minute, and a call should not sleep for an hour on what a
+ * proxy on the way said. Undefined when absent or unreadable.
+ */
 function retryAfterMs(response: Response): number | undefined {
   const value = response.headers.get('Retry-After')?.trim();
   if (!value) return undefined;
-  if (/^\d+$/.test(value)) return Number(value) * 1000;
-  const date = Date.parse(value);
-  return Number.isNaN(date) ? undefined : Math.max(0, date - Date.now());
+  const ms = /^\d+$/.test(value) ? Number(value) * 1000 : Date.parse(value) - Date.now();
+  return Number.isNaN(ms) ? undefined : Math.min(60_000, Math.max(0, ms));
 }
 
 /** Exponential, from 250 ms up to 5 s, with jitter, so that clients cut off together do not come back together. */
