@@ -444,7 +444,7 @@ interface paths {
         put?: never;
         /**
          * Get a bearer token
-         * @description No authentication. The token is an HS256 JWT carrying `username`, `iat` and `exp`, valid for 1800 seconds.
+         * @description No authentication. The token is an HS256 JWT carrying `username`, `iat`, `exp` and `jti` (unique to it), valid for 1800 seconds. Where the operator has closed issuance (`TOKEN_ISSUANCE=closed`), 403: tokens then come from the operator or the identity provider.
          */
         post: operations["issueToken"];
         delete?: never;
@@ -711,7 +711,7 @@ interface operations {
                 };
                 content?: never;
             };
-            /** @description The database is not answering, and nothing was written; retry after Retry-After seconds. */
+            /** @description What the service needs is not answering (the database; for a token of the identity provider, its key set), and nothing was written; retry after Retry-After seconds. */
             503: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
@@ -824,7 +824,7 @@ interface operations {
                 };
                 content?: never;
             };
-            /** @description The database is not answering, and nothing was written; retry after Retry-After seconds. */
+            /** @description What the service needs is not answering (the database; for a token of the identity provider, its key set), and nothing was written; retry after Retry-After seconds. */
             503: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
@@ -1108,7 +1108,7 @@ interface operations {
                 };
                 content?: never;
             };
-            /** @description The database is not answering, and nothing was written; retry after Retry-After seconds. */
+            /** @description What the service needs is not answering (the database; for a token of the identity provider, its key set), and nothing was written; retry after Retry-After seconds. */
             503: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
@@ -1232,7 +1232,7 @@ interface operations {
                     "text/plain": string;
                 };
             };
-            /** @description The token failed verification (tampered, another secret, expired, not HS256, or living over 1800 s). */
+            /** @description The token failed verification (tampered, another secret or key, expired, an algorithm or issuer not accepted, or living over 1800 s). */
             403: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
@@ -1339,7 +1339,7 @@ interface operations {
                 };
                 content?: never;
             };
-            /** @description The database is not answering, and nothing was written; retry after Retry-After seconds. */
+            /** @description What the service needs is not answering (the database; for a token of the identity provider, its key set), and nothing was written; retry after Retry-After seconds. */
             503: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
@@ -1442,7 +1442,7 @@ interface operations {
                     "text/plain": string;
                 };
             };
-            /** @description The token failed verification (tampered, another secret, expired, not HS256, or living over 1800 s). */
+            /** @description The token failed verification (tampered, another secret or key, expired, an algorithm or issuer not accepted, or living over 1800 s). */
             403: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
@@ -1515,7 +1515,7 @@ interface operations {
                 };
                 content?: never;
             };
-            /** @description The database is not answering, and nothing was written; retry after Retry-After seconds. */
+            /** @description What the service needs is not answering (the database; for a token of the identity provider, its key set), and nothing was written; retry after Retry-After seconds. */
             503: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
@@ -1671,7 +1671,7 @@ interface operations {
                     "text/plain": string;
                 };
             };
-            /** @description The token failed verification (tampered, another secret, expired, not HS256, or living over 1800 s). */
+            /** @description The token failed verification (tampered, another secret or key, expired, an algorithm or issuer not accepted, or living over 1800 s). */
             403: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
@@ -1778,7 +1778,7 @@ interface operations {
                 };
                 content?: never;
             };
-            /** @description The database is not answering, and nothing was written; retry after Retry-After seconds. */
+            /** @description What the service needs is not answering (the database; for a token of the identity provider, its key set), and nothing was written; retry after Retry-After seconds. */
             503: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
@@ -1918,7 +1918,7 @@ interface operations {
                 };
                 content?: never;
             };
-            /** @description The database is not answering, and nothing was written; retry after Retry-After seconds. */
+            /** @description What the service needs is not answering (the database; for a token of the identity provider, its key set), and nothing was written; retry after Retry-After seconds. */
             503: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
@@ -2054,7 +2054,7 @@ interface operations {
                 };
                 content?: never;
             };
-            /** @description The database is not answering, and nothing was written; retry after Retry-After seconds. */
+            /** @description What the service needs is not answering (the database; for a token of the identity provider, its key set), and nothing was written; retry after Retry-After seconds. */
             503: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
@@ -2077,7 +2077,7 @@ interface operations {
                 /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
                 "X-Request-Id"?: string;
                 /**
-                 * @description Your name for this create (1 to 255 visible ASCII characters, no comma), to retry it safely: within 24 hours the same key from the same client (the username in your token; without one, the token itself) with the same fields answers the first 200 again (with `Idempotent-Replayed: true`) and creates nothing; with other fields, 422; while the first request is still running, 409.
+                 * @description Your name for this create, to retry it safely (1 to 255 visible ASCII characters, no comma; make it unguessable: a UUID v4 per create). Sent again with the same fields, it answers the first 200 again (with `Idempotent-Replayed: true`) and creates nothing; with other fields, 422; while the first request is still running, 409. Whose keys it is among, and for how long: docs/decisions.md#idempotency-keys.
                  * @example 8e03978e-40d5-43e8-bc93-6894a57f9324
                  */
                 "Idempotency-Key"?: string;
@@ -2194,7 +2194,7 @@ interface operations {
                     "text/plain": string;
                 };
             };
-            /** @description The token failed verification (tampered, another secret, expired, not HS256, or living over 1800 s). */
+            /** @description The token failed verification (tampered, another secret or key, expired, an algorithm or issuer not accepted, or living over 1800 s). */
             403: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
@@ -2303,7 +2303,7 @@ interface operations {
                 };
                 content?: never;
             };
-            /** @description The database is not answering, and nothing was written; retry after Retry-After seconds. */
+            /** @description What the service needs is not answering (the database; for a token of the identity provider, its key set), and nothing was written; retry after Retry-After seconds. */
             503: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
@@ -2383,7 +2383,7 @@ interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "token": "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJ1c2VybmFtZSI6ImFsaWNlIiwiaWF0IjoxNzY0MDAwMDAwLCJleHAiOjE3NjQwMDE4MDB9.c2lnbmF0dXJlLW9mLWFuLWV4YW1wbGUtdG9rZW4"
+                     *       "token": "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJ1c2VybmFtZSI6ImFsaWNlIiwiaWF0IjoxNzY0MDAwMDAwLCJleHAiOjE3NjQwMDE4MDAsImp0aSI6IjhKMW5CcTN2UzBtWWwybzRjWjV5U2cifQ.c2lnbmF0dXJlLW9mLWFuLWV4YW1wbGUtdG9rZW4"
                      *     }
                      */
                     "application/json": components["schemas"]["Token"];
@@ -2407,6 +2407,22 @@ interface operations {
                 };
                 content: {
                     /** @example Bad Request */
+                    "text/plain": string;
+                };
+            };
+            /** @description Token issuance is closed (`TOKEN_ISSUANCE=closed`): no token is given here, to anyone. */
+            403: {
+                headers: {
+                    /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
+                    "X-Request-Id"?: string;
+                    /** @description The limit: `"<name>";q=<requests>;w=<seconds>` (`tokens` or `writes`, per client). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it: `"<name>";r=<requests left>;t=<seconds until the window ends>`. */
+                    RateLimit?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example Forbidden */
                     "text/plain": string;
                 };
             };

@@ -8,7 +8,9 @@ import {
   RequestError,
   ServerError,
 } from '../../client/src/index.ts';
+import { operatorToken } from '../../src/auth/tokens';
 import { newBike } from '../support/bikes';
+import { type ProviderKey, providerKey, startProvider, type TestProvider } from '../support/identity-provider';
 import { startTestService, type TestService } from '../support/service';
 
 /**
@@ -275,5 +277,45 @@ describe('the client against the service', () => {
     const writes = sent.filter(({ method }) => method === 'POST' || method === 'PATCH');
     expect(writes.map(({ headers }) => headers.get('content-encoding'))).toEqual(['gzip', 'gzip', 'gzip']);
     expect((await all()).filter(({ title }) => title === fields.title)).toEqual([{ ...bike, totalInventory: 2 }]);
+  });
+});
+
+describe('the client where the operator has closed POST /api/user (TOKEN_ISSUANCE=closed)', () => {
+  let provider: TestProvider;
+  let key: ProviderKey;
+  let svc: TestService;
+
+  beforeAll(async () => {
+    key = await providerKey('ES256');
+    provider = await startProvider([key]);
+    svc = await startTestService({ env: { TOKEN_ISSUANCE: 'closed', ...provider.env } });
+  });
+  afterAll(async () => {
+    await svc.stop();
+    await provider.stop();
+  });
+
+  it('without a token of its own, refuses to write and says to give it one; nothing is written', async () => {
+    const catalog = createCatalogClient({ baseUrl: svc.baseUrl });
+    const refused = await catalog.create(newBike()).catch((err: unknown) => err);
+    expect(refused).toBeInstanceOf(RequestError);
+    expect(refused).toMatchObject({ status: 403, message: expect.stringContaining('`token`') });
+    expect(await (await fetch(`${svc.baseUrl}/bikes/all`)).json()).toEqual([]);
+  });
+
+  it.each([
+    ['the operator issued (npm run token)', () => operatorToken(svc.jwtSecret, 'shop', 600)],
+    ["the shop's identity provider signed", () => key.sign()],
+  ])('writes with tokens %s, never asking POST /api/user', async (_, token) => {
+    const { sent, fetch } = recordingFetch();
+    const catalog = createCatalogClient({ baseUrl: svc.baseUrl, token, fetch });
+    const bike = await catalog.create(newBike());
+    expect(await catalog.update(bike.id, { totalInventory: 1 })).toEqual({ ...bike, totalInventory: 1 });
+    await catalog.delete(bike.id);
+    expect(sent.map(({ method, path }) => `${method} ${path}`)).toEqual([
+      'POST /bikes/',
+      'PATCH /bikes/' + bike.id,
+      'DELETE /bikes/' + bike.id,
+    ]);
   });
 });
