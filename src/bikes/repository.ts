@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import { type Query, type ServicePool, writeOn } from '../db/pool';
 import { poolReads, type Reads } from '../db/replica';
+import { holds, type StateCondition, type WriteConditions } from '../http/preconditions';
 import { containing, kysely, param, prepare } from '../db/sql';
 import type { Bike, BikeFields, BikePatch } from './bike';
 import { listVersion, type Seen, seenOf, versionOf } from './catalog-version';
@@ -378,32 +379,6 @@ async function* inOneBatch(rows: BatchRow[]): AsyncGenerator<Bike[]> {
 export interface StoredBike {
   bike: Bike;
   state: string;
-}
-
-/**
- * What a write requires of the bike it writes (HTTP's If-Match and If-None-Match, parsed in
- * src/http/conditional.ts), in states of the bike: `any`, that it exists (If-Match) or does not
- * (If-None-Match); otherwise one of `states`, or none of them.
- */
-export interface StateCondition {
-  any: boolean;
-  states: string[];
-}
-
-export interface WriteConditions {
-  ifMatch?: StateCondition;
-  ifNoneMatch?: StateCondition;
-}
-
-/**
- * Whether a bike in `state` (null: there is none) meets the conditions (RFC 9110, 13.2.2: both
- * are evaluated). The same rule the write statements carry (`meets`), for a look at the bike
- * after a write that matched nothing, or before reading a body.
- */
-export function holds({ ifMatch, ifNoneMatch }: WriteConditions, state: string | null): boolean {
-  if (ifMatch && (state === null || !(ifMatch.any || ifMatch.states.includes(state)))) return false;
-  if (ifNoneMatch && state !== null && (ifNoneMatch.any || ifNoneMatch.states.includes(state))) return false;
-  return true;
 }
 
 /** The answer of a write whose preconditions did not hold: nothing was written. */

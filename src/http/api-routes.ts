@@ -1,8 +1,8 @@
 import * as yup from 'yup';
 import { bike, bikeFields, patch, replacement } from '../bikes/bike';
 import { type PageFilters, SORTS } from '../bikes/pages';
-import { exampleOf } from '../bikes/yup';
 import type { RouteDeclaration } from './route';
+import { cursor, exampleOf, inputOf, NO_INPUT, pageSize, WRONG_TYPE } from './schema';
 
 /**
  * The API's operations, each declared once: method, path, token, input schema, the status
@@ -10,15 +10,6 @@ import type { RouteDeclaration } from './route';
  * handlers (bike-handlers.ts, token-handlers.ts); the OpenAPI document (openapi.ts) describes
  * them. The order is the document's.
  */
-
-// yup's default type-error message prints the value with JSON.stringify, which overflows the
-// stack on a deeply nested body ([[[...]]]): these schemas use a fixed message.
-const WRONG_TYPE = '${path} has the wrong type';
-
-/** A route's input: its request body and query parameters, each checked by its own schema. */
-const input = <Shape extends yup.ObjectShape>(shape: Shape) => yup.object(shape).typeError(WRONG_TYPE).strict();
-
-const NO_INPUT = input({});
 
 /** POST /api/user: `username` is optional and any string (it is only signed into the token). */
 const tokenRequest = yup
@@ -29,17 +20,10 @@ const tokenRequest = yup
   .strict()
   .defined();
 
-/** A page size: 1 to the most a route gives at once. */
-const pageSize = (max: number) =>
-  yup.number().typeError(WRONG_TYPE).strict().integer('${path} is not a whole number').min(1).max(max);
-
 /** The most changes one page of the feed gives. */
 const MAX_CHANGES_PAGE = 1000;
 /** The changes a page of GET /bikes/changes gives when the client does not say. */
 export const DEFAULT_CHANGES_PAGE = 100;
-
-/** A cursor the service gave, as a client sends it back. */
-const cursor = () => yup.string().typeError(WRONG_TYPE).strict().min(1);
 
 /** GET /bikes/changes: where to go on from, and how many at most (a page; a stream gives every change). */
 const changesQuery = yup.object({ since: cursor(), limit: pageSize(MAX_CHANGES_PAGE) });
@@ -73,7 +57,7 @@ const browseParameters = {
   ...pageFilters,
   sort: yup.string().typeError(WRONG_TYPE).strict().oneOf(SORTS),
   limit: pageSize(MAX_PAGE),
-  cursor: yup.string().typeError(WRONG_TYPE).strict().min(1),
+  cursor: cursor(),
 };
 
 /** A parameter's name as X-Invalid-Field may carry it: a plain name, never other bytes of the client's. */
@@ -145,7 +129,7 @@ export const API_ROUTES = {
       `A page of bikes (${DEFAULT_PAGE} unless \`limit\` says, at most ${MAX_PAGE}) that pass every filter given, ` +
       'in the order `sort` names. While another page follows, `Link: <...>; rel="next"` gives its address, with ' +
       'the cursor that starts it (keyset: each page costs the same however deep). `GET /bikes/` is the same route.',
-    input: input({ query: browseQuery }),
+    input: inputOf({ query: browseQuery }),
     invalid: 400,
     queryParameters: {
       vendor: { description: 'Only this vendor (the whole string, case-sensitive).', example: 'Sentra Cycles' },
@@ -206,7 +190,7 @@ export const API_ROUTES = {
       'could still write one before it is running. A cursor older than what is kept, or of another history of the ' +
       'catalog (a restore), is 410: list again. With `Accept: text/event-stream` (an EventSource), the same ' +
       'changes as Server-Sent Events, as they commit, through any instance.',
-    input: input({ query: changesQuery, headers: yup.object({ 'last-event-id': cursor() }) }),
+    input: inputOf({ query: changesQuery, headers: yup.object({ 'last-event-id': cursor() }) }),
     invalid: 400,
     queryParameters: {
       since: {
@@ -259,7 +243,7 @@ export const API_ROUTES = {
       'cannot decode is no failure of the replace, but an unsupported media: 415.',
     token: true,
     limit: 'writes',
-    input: input({ body: replacement }),
+    input: inputOf({ body: replacement }),
     // Every failure of a replace is a 404, as the specification says.
     invalid: 404,
     preconditions: true,
@@ -282,7 +266,7 @@ export const API_ROUTES = {
       'an empty patch.',
     token: true,
     limit: 'writes',
-    input: input({ body: patch }),
+    input: inputOf({ body: patch }),
     invalid: 400,
     // The bike must exist before its fields are judged: a missing bike is 404 first
     // (docs/decisions.md#partial-update-patch).
@@ -327,7 +311,7 @@ export const API_ROUTES = {
     summary: 'Search bikes by title',
     description: 'Case-sensitive substring match on the title, oldest first. `%`, `_` and `\\` match themselves.',
     limit: 'listStreams',
-    input: input({ query: searchQuery }),
+    input: inputOf({ query: searchQuery }),
     invalid: 400,
     queryParameters: {
       query: {
@@ -348,7 +332,7 @@ export const API_ROUTES = {
       '`POST /bikes` is the same route.',
     token: true,
     limit: 'writes',
-    input: input({ body: bikeFields, headers: yup.object({ 'idempotency-key': idempotencyKey }) }),
+    input: inputOf({ body: bikeFields, headers: yup.object({ 'idempotency-key': idempotencyKey }) }),
     invalid: 400,
     writesBike: true,
     requestHeaders: ['Idempotency-Key'],
@@ -369,7 +353,7 @@ export const API_ROUTES = {
     description:
       'No authentication. The token is an HS256 JWT carrying `username`, `iat` and `exp`, valid for 1800 seconds.',
     limit: 'tokens',
-    input: input({ body: tokenRequest }),
+    input: inputOf({ body: tokenRequest }),
     invalid: 400,
     requestBody: {
       name: 'TokenRequest',

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type Koa from 'koa';
-import type { StateCondition, WriteConditions } from '../bikes/repository';
+import type { StateCondition, WriteConditions } from './preconditions';
 
 /**
  * Entity tags and the conditions made of them (RFC 9110, 8.8.3 and 13). Every read answers with

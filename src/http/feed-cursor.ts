@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import * as yup from 'yup';
-import { check } from '../bikes/yup';
+import { check } from './schema';
 import { type FeedPoint, isFollowable, type LogState, type Position } from '../feed/changes';
 import type { Cursors } from './cursors';
 

@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import { STATUS_CODES } from 'node:http';
 import path from 'node:path';
 import { bike } from '../bikes/bike';
-import { describe, exampleOf } from '../bikes/yup';
+import { describe, exampleOf } from './schema';
 import { API_ROUTES } from './api-routes';
 import { HEADERS, type HeaderName } from './headers';
 import { fromDescription, type JsonSchema, toJsonSchema } from './json-schema';

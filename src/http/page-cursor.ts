@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import * as yup from 'yup';
 import { FILTER_NAMES, type PageFilters, type PageKey, type Sort } from '../bikes/pages';
-import { check } from '../bikes/yup';
+import { check } from './schema';
 import type { Cursors } from './cursors';
 
 /**

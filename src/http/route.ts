@@ -2,8 +2,7 @@ import Router, { type RouterContext, type RouterMiddleware } from '@koa/router';
 import type Koa from 'koa';
 import type * as yup from 'yup';
 import type { Tokens } from '../auth/tokens';
-import { holds, type WriteConditions } from '../bikes/repository';
-import { check, describe } from '../bikes/yup';
+import { check, describe } from './schema';
 import { isRejectedValue } from '../db/errors';
 import { readBody } from './body';
 import { HttpError } from './errors';
@@ -11,6 +10,7 @@ import type { CorsHeaders } from './cors';
 import { BEARER_CHALLENGE, ERROR_HEADERS, EVERY_ANSWER, type HeaderName } from './headers';
 import { invalidFieldHeader } from './invalid-field';
 import { newRouter } from './path-matching';
+import { holds, type WriteConditions } from './preconditions';
 import type { AbuseLimits, LimitKind } from './limits';
 import type { JsonSchema } from './json-schema';
 
