@@ -6,11 +6,11 @@ import { bikeHandlers } from './http/bike-handlers';
 import { entityTags, parseTagCondition } from './http/conditional';
 import { cors } from './http/cors';
 import type { Cursors } from './http/cursors';
-import { feedCursors } from './http/feed-cursor';
 import { pageCursors } from './http/page-cursor';
 import { docsRouter } from './http/docs-router';
 import { errorHandler } from './http/errors';
-import { changeStreams, HEARTBEAT_MS } from './http/event-stream';
+import { eventStreams, HEARTBEAT_MS } from './http/event-stream';
+import { changeFeed } from './feed/following';
 import type { Readiness } from './db/readiness';
 import { healthRouter, metricsRouter } from './http/health-router';
 import { methodNotAllowed } from './http/method-not-allowed';
@@ -114,8 +114,8 @@ export function createApp({
   app.use(errorHandler(logger));
   app.use(methodNotAllowed());
   const tags = entityTags(catalogIdentity);
-  const feed = feedCursors(cursors, catalogIdentity);
-  const streams = changeStreams(live, feed, limits, { maxStreams: maxEventStreams, heartbeatMs });
+  const feed = changeFeed(cursors, catalogIdentity, live);
+  const streams = eventStreams(limits, { maxStreams: maxEventStreams, heartbeatMs });
   const routers = [
     routerOf(
       API_ROUTES,

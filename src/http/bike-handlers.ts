@@ -4,13 +4,12 @@ import type Koa from 'koa';
 import { type Bike, deriveHandle } from '../bikes/bike';
 import { type BikeRepository, LIST_BATCH_SIZE, PRECONDITION_FAILED, type StoredBike } from '../bikes/repository';
 import { WriteOutcomeUnknown } from '../db/pool';
-import { changesAfter, pointAfterAll, pointOfSnapshot, START } from '../feed/changes';
+import type { ChangeFeed, OpenedCursor, SealedChange } from '../feed/following';
 import { type API_ROUTES, DEFAULT_CHANGES_PAGE, DEFAULT_PAGE } from './api-routes';
 import { bikeJson, bikesJson, changeJson } from './bike-json';
 import { type EntityTags, isFresh, setValidators } from './conditional';
 import { HttpError } from './errors';
-import { type ChangeStreams, wantsEventStream } from './event-stream';
-import { type FeedCursors, type OpenedCursor, refusal } from './feed-cursor';
+import { type EventStreams, wantsEventStream } from './event-stream';
 import type { PageCursors } from './page-cursor';
 import { invalidFieldHeader } from './invalid-field';
 import type { Handlers } from './route';
@@ -97,9 +96,9 @@ export function bikeHandlers(
   bikes: BikeRepository,
   onPrimary: BikeRepository,
   tags: EntityTags,
-  feed: FeedCursors,
+  feed: ChangeFeed,
   pages: PageCursors,
-  streams: ChangeStreams,
+  streams: EventStreams,
 ) {
   /**
    * Where the read goes. While a replica answers for a primary that cannot be reached, the answer
@@ -147,7 +146,7 @@ export function bikeHandlers(
     });
     // No tag while the catalog's version does not count every change (a trigger switched off).
     if (list.version) setValidators(ctx, tagOf(list.version));
-    ctx.set('Catalog-Cursor', feed.seal(pointOfSnapshot(list.seen.snapshot), list.seen));
+    ctx.set('Catalog-Cursor', feed.listCursor(list.seen));
     if (list.current) {
       ctx.status = 304;
       return;
@@ -161,6 +160,39 @@ export function bikeHandlers(
     const opened = feed.open(cursor);
     if (opened === undefined) throw new HttpError(400, invalidFieldHeader(field));
     return opened;
+  }
+
+  /** The events of a page of changes, made once for every stream it goes to (the feed gives each the same array). */
+  const eventsOf = new WeakMap<readonly SealedChange[], string>();
+  function events(changes: readonly SealedChange[]): string {
+    let text = eventsOf.get(changes);
+    if (text === undefined) {
+      text = changes.map(({ change, cursor }) => `id: ${cursor}\ndata: ${changeJson(change, cursor)}\n\n`).join('');
+      eventsOf.set(changes, text);
+    }
+    return text;
+  }
+
+  /**
+   * Answers with a stream of the changes from `since` (Last-Event-ID, else the query's; neither:
+   * the start), as Server-Sent Events (docs/decisions.md#live-updates), once this client's streams
+   * (429) and this instance's (503) allow it and the feed can be followed from there (503, 410).
+   */
+  async function serveStream(ctx: Koa.Context, since: OpenedCursor | undefined): Promise<void> {
+    await streams.admit(ctx);
+    const stream = await feed.stream(since);
+    if ('refused' in stream) throw new HttpError(stream.refused);
+    const sink = streams.open(ctx);
+    if (sink === undefined) return;
+    stream.follow({
+      get ended() {
+        return sink.ended;
+      },
+      receive: (changes) => sink.send(events(changes)),
+      lost: () => sink.end('the change log cannot be followed from here'),
+      drained: () => sink.drained(),
+      closing: () => sink.end('the server is shutting down'),
+    });
   }
 
   return {
@@ -177,7 +209,7 @@ export function bikeHandlers(
       const conditional = ctx.req.headers['if-none-match'] !== undefined;
       const page = await reader(ctx).page(request, conditional ? (version) => isFresh(ctx, tagOf(version)) : undefined);
       if (page.version) setValidators(ctx, tagOf(page.version));
-      ctx.set('Catalog-Cursor', feed.seal(pointOfSnapshot(page.seen.snapshot), page.seen));
+      ctx.set('Catalog-Cursor', feed.listCursor(page.seen));
       if (page.current) {
         ctx.status = 304;
         return;
@@ -209,16 +241,14 @@ export function bikeHandlers(
     async bikeChanges(ctx, { query, headers }) {
       const since = openCursor(query.since, 'query.since');
       if (wantsEventStream(ctx)) {
-        return streams.serve(ctx, openCursor(headers['last-event-id'], 'headers.last-event-id') ?? since);
+        return serveStream(ctx, openCursor(headers['last-event-id'], 'headers.last-event-id') ?? since);
       }
-      const from = since?.point ?? START;
-      const { changes, state } = await changesAfter(reader(ctx).reads.query, from, query.limit ?? DEFAULT_CHANGES_PAGE);
-      const refused = refusal(since, state);
-      if (refused !== undefined) throw new HttpError(refused);
-      ctx.set('Catalog-Cursor', feed.seal(pointAfterAll(from, changes, state), state));
+      const page = await feed.page(reader(ctx).reads.query, since, query.limit ?? DEFAULT_CHANGES_PAGE);
+      if ('refused' in page) throw new HttpError(page.refused);
+      ctx.set('Catalog-Cursor', page.cursor);
       ctx.set('Cache-Control', 'no-store');
       ctx.type = 'application/json';
-      ctx.body = `[${changes.map((change) => changeJson(change, feed.seal(change.point, state))).join(',')}]`;
+      ctx.body = `[${page.changes.map(({ change, cursor }) => changeJson(change, cursor)).join(',')}]`;
     },
 
     async getBikeByHandle(ctx) {
