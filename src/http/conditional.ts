@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import type { IncomingHttpHeaders } from 'node:http';
 import type Koa from 'koa';
 import type { StateCondition, WriteConditions } from './preconditions';
 
@@ -13,19 +14,14 @@ import type { StateCondition, WriteConditions } from './preconditions';
 /** A list of entity tags as a request header carries it (If-Match, If-None-Match): `*`, or the tags as written. */
 export type TagCondition = { any: true } | { tags: string[] };
 
-/**
- * A write's preconditions, parsed once: absent, `*`, or a list. A field sent twice arrives joined
- * by a comma (RFC 9110, 5.3), so `*, *` or `*, "x"` is `*`; an empty field is an empty list,
- * which no tag matches.
- */
-export interface Preconditions {
-  ifMatch?: TagCondition;
-  ifNoneMatch?: TagCondition;
-}
-
 /** An entity tag (its quoted form, which may hold a comma), or any other run of characters up to a comma. */
 const LIST_ELEMENT = /(?:W\/)?"[^"]*"|[^,\s]+/g;
 
+/**
+ * A list of entity tags as a request field carries it, parsed once: absent, `*`, or a list. A
+ * field sent twice arrives joined by a comma (RFC 9110, 5.3), so `*, *` or `*, "x"` is `*`; an
+ * empty field is an empty list, which no tag matches.
+ */
 export function parseTagCondition(value: string | undefined): TagCondition | undefined {
   if (value === undefined) return undefined;
   const elements: string[] = value.match(LIST_ELEMENT) ?? [];
@@ -103,14 +99,13 @@ export function entityTags(identity: () => string) {
     /** One bike, in one state: strong. */
     bike: (state: string): string => `"${prefix()}.b${state}"`,
     /**
-     * What If-Match requires (the strong comparison: a weak tag matches nothing) and what
-     * If-None-Match forbids (the weak comparison), in states of the bike.
+     * What a request's If-Match requires (the strong comparison: a weak tag matches nothing) and
+     * what its If-None-Match forbids (the weak comparison), in states of the resource.
      */
-    conditionsOf(preconditions: Preconditions): WriteConditions {
-      return {
-        ifMatch: preconditions.ifMatch && statesOf(preconditions.ifMatch, false),
-        ifNoneMatch: preconditions.ifNoneMatch && statesOf(preconditions.ifNoneMatch, true),
-      };
+    conditionsOf(headers: IncomingHttpHeaders): WriteConditions {
+      const ifMatch = parseTagCondition(headers['if-match']);
+      const ifNoneMatch = parseTagCondition(headers['if-none-match']);
+      return { ifMatch: ifMatch && statesOf(ifMatch, false), ifNoneMatch: ifNoneMatch && statesOf(ifNoneMatch, true) };
     },
   };
 }

@@ -1,0 +1,173 @@
+import type { RouterContext, RouterMiddleware } from '@koa/router';
+import type Koa from 'koa';
+import type { Tokens } from '../auth/tokens';
+import { isRejectedValue } from '../db/errors';
+import { readBody } from './body';
+import type { EntityTags } from './conditional';
+import { HttpError } from './errors';
+import { BEARER_CHALLENGE } from './headers';
+import { invalidFieldHeader } from './invalid-field';
+import type { AbuseLimits } from './limits';
+import { isWellFormedPath } from './path-matching';
+import { holds, type WriteConditions } from './preconditions';
+import type { Route, RouteDeclaration } from './route';
+import { check, describe } from './schema';
+
+/** The error statuses a route can answer, besides 431 (node's HTTP parser, for any request). */
+export type ErrorStatus = 400 | 401 | 403 | 404 | 409 | 410 | 412 | 413 | 415 | 422 | 429 | 503 | 504;
+
+/** The route's input has a body: then the request body is read. */
+export function hasBody(route: RouteDeclaration<unknown>): boolean {
+  return describe(route.input).fields?.body !== undefined;
+}
+
+/** The route's status for input it cannot accept. */
+const invalidOf = (route: RouteDeclaration<unknown>) => route.invalid ?? 404;
+
+/**
+ * The error statuses of a route, from its declaration: 401 and 403 with a token; 413 and the
+ * status for bad input with a body; that status with query parameters; 404 with a path
+ * parameter (an id that is not a UUID, a handle no bike has); 412 with preconditions; 429 with a
+ * limit or an event stream; 503 where the database is needed, and 504 where it writes (an
+ * outcome unknown).
+ */
+export function errorStatusesOf(route: RouteDeclaration<unknown>): ErrorStatus[] {
+  const statuses = new Set<ErrorStatus>();
+  const invalid = invalidOf(route);
+  if (route.token) [401, 403].forEach((s) => statuses.add(s as ErrorStatus));
+  if (hasBody(route)) [413, 415, invalid].forEach((s) => statuses.add(s as ErrorStatus));
+  if (route.queryParameters) statuses.add(invalid);
+  if (route.path.includes('/:')) statuses.add(404);
+  if (route.preconditions) statuses.add(412);
+  for (const status of route.alsoAnswers ?? []) statuses.add(status);
+  if (route.limit || route.eventStream) statuses.add(429);
+  if (route.database !== false) statuses.add(503);
+  if (route.database !== false && route.method !== 'get') statuses.add(504);
+  return [...statuses].sort();
+}
+
+/**
+ * The bearer token, the second word of the Authorization header
+ * (docs/decisions.md#authorization-header): none is 401, one that fails verification 403. Its
+ * payload is attached to the request, as the specification says.
+ */
+function authenticate(ctx: Koa.Context, tokens: Tokens): void {
+  const token = ctx.get('Authorization').split(' ')[1];
+  if (!token) throw new HttpError(401, { 'WWW-Authenticate': BEARER_CHALLENGE });
+  try {
+    ctx.state.user = tokens.verify(token);
+  } catch {
+    throw new HttpError(403);
+  }
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * The path's id, lowercased ('' on a route without one); a path that is not valid
+ * percent-encoding, or an id that is not a UUID, names nothing: 404
+ * (docs/decisions.md#ids-and-path-segments).
+ */
+function idOf(ctx: RouterContext): string {
+  if (!isWellFormedPath(ctx.path)) throw new HttpError(404);
+  const id: string | undefined = ctx.params.id;
+  if (id !== undefined && !UUID.test(id)) throw new HttpError(404);
+  return id?.toLowerCase() ?? '';
+}
+
+/** A number as a query string writes it: decimal, no exponent, no leading zero, no sign but minus. */
+const QUERY_NUMBER = /^-?(0|[1-9]\d{0,15})(\.\d{1,15})?$/;
+
+/** What a query parameter's text means, for a parameter declared of each type: undefined, no meaning. */
+const QUERY_VALUES: Partial<Record<string, (text: string) => unknown>> = {
+  number: (text) => (QUERY_NUMBER.test(text) ? Number(text) : undefined),
+  boolean: (text) => (text === 'true' ? true : text === 'false' ? false : undefined),
+};
+
+/**
+ * The query as the route's input reads it (docs/decisions.md#query-parameters): the value of a
+ * parameter its schema declares a number or a boolean read as one when it is written as one (a
+ * page's size, a price, `true`), the rest as sent (a value that is not one then fails its
+ * schema's check: 400).
+ */
+function queryReader(route: RouteDeclaration<unknown>) {
+  const fields = describe(route.input).fields?.query?.fields ?? {};
+  const typed = Object.entries(fields).flatMap(([name, { type }]) => {
+    const meaning = QUERY_VALUES[type];
+    return meaning ? [{ name, meaning }] : [];
+  });
+  if (typed.length === 0) return (query: Koa.Context['query']) => query;
+  return (query: Koa.Context['query']) => {
+    const read: Record<string, unknown> = { ...query };
+    for (const { name, meaning } of typed) {
+      const value = query[name];
+      if (typeof value === 'string') read[name] = meaning(value) ?? value;
+    }
+    return read;
+  };
+}
+
+/** The client asked to be told to go on before it sends the body (RFC 9110, 10.1.1). */
+const expectsContinue = (ctx: Koa.Context) => /^100-continue$/i.test(ctx.get('Expect'));
+
+/** What every endpoint checks with: the same for every route. */
+export interface EndpointChecks {
+  tokens: Tokens;
+  limits: AbuseLimits;
+  /** What a request's If-Match and If-None-Match require, in states of the resource (conditional.ts). */
+  tags: EntityTags;
+  /** The resource with this id as the writes see it now: its state, null when there is none. */
+  stateOf: (id: string) => Promise<string | null>;
+}
+
+/** The conditions of a route that takes none: shared, never written. */
+const NO_CONDITIONS: WriteConditions = Object.freeze({});
+
+/**
+ * The resource and the preconditions, by a look at the resource: 404 for a missing one where the
+ * route needs it (`mustExist`), then 412 for conditions that do not hold.
+ */
+async function lookAt(checks: EndpointChecks, id: string, conditions: WriteConditions, mustExist: boolean) {
+  const state = await checks.stateOf(id);
+  if (state === null && mustExist) throw new HttpError(404);
+  if (!holds(conditions, state)) throw new HttpError(412);
+}
+
+/**
+ * A route's handler behind its declaration, always in this order (docs/decisions.md#conditional-writes):
+ * the token (401, 403), then the path (not valid percent-encoding, or an id that is not a UUID,
+ * names nothing: 404), then the route's abuse limit (429), then the input (query and body: 400,
+ * or PUT's 404), then the handler, whose write carries its conditions in its own statement and
+ * looks at the resource only when it matched nothing (404, 412). Where the answer must come before
+ * the body's (a bad body of a missing resource is 404; of one whose conditions fail, 412; a client
+ * waiting for 100 Continue), the endpoint looks at the resource first: that costs a round trip only then.
+ */
+export function endpoint<Input, Deps>(route: Route<Input, Deps>, deps: Deps, checks: EndpointChecks): RouterMiddleware {
+  const invalid = invalidOf(route);
+  const readsBody = hasBody(route);
+  const queryOf = queryReader(route);
+  return async (ctx) => {
+    // Whichever the answer, an error included: Accept chose between the page and the stream.
+    if (route.eventStream) ctx.vary('Accept');
+    if (route.token) authenticate(ctx, checks.tokens);
+    const id = idOf(ctx);
+    if (route.limit) await checks.limits.check(ctx, route.limit);
+    const conditions = route.preconditions ? checks.tags.conditionsOf(ctx.req.headers) : NO_CONDITIONS;
+    const conditional = conditions.ifMatch !== undefined || conditions.ifNoneMatch !== undefined;
+    // PUT makes a resource that is not there; the other writes answer 404 for it.
+    if (readsBody && conditional && expectsContinue(ctx)) await lookAt(checks, id, conditions, route.method !== 'put');
+    const body = readsBody ? await readBody(ctx, invalid) : undefined;
+    const input = check(route.input, { body, query: queryOf(ctx.query), headers: ctx.headers });
+    if (!input.valid) {
+      if (route.mustExist || conditional) await lookAt(checks, id, conditions, route.mustExist === true);
+      // Only a 400 says which field: PUT answers every failure 404, as the specification says.
+      throw new HttpError(invalid, invalid === 400 ? invalidFieldHeader(input.path) : {});
+    }
+    try {
+      await route.handle(ctx, input.value, { id, conditions }, deps);
+    } catch (err) {
+      if (isRejectedValue(err)) throw new HttpError(invalid, {}, { cause: err });
+      throw err;
+    }
+  };
+}
