@@ -24,26 +24,47 @@ export function hasBody(route: RouteDeclaration<unknown>): boolean {
 /** The route's status for input it cannot accept. */
 const invalidOf = (route: RouteDeclaration<unknown>) => route.invalid ?? 404;
 
+/** The route checks input of the client's (a body, query parameters, headers). */
+const hasInput = (route: RouteDeclaration<unknown>) => Object.keys(describe(route.input).fields ?? {}).length > 0;
+
+/** One of an operation's checks: what it looks at, and what it answers on a route when it fails (none: not made there). */
+export interface Check {
+  check: string;
+  statuses(route: RouteDeclaration<unknown>): ErrorStatus[];
+}
+
 /**
- * The error statuses of a route, from its declaration: 401 and 403 with a token; 413 and the
- * status for bad input with a body; that status with query parameters; 404 with a path
- * parameter (an id that is not a UUID, a handle no bike has); 412 with preconditions; 429 with a
- * limit or an event stream; 503 where the database is needed, and 504 where it writes (an
- * outcome unknown).
+ * The order in which an operation answers (docs/decisions.md#the-order-of-a-writes-answers): the
+ * first check that fails gives the answer, whatever the request's `Expect`. `endpoint` makes them
+ * in this order; a route's error statuses, and so the OpenAPI document's, are theirs; the docs
+ * list them in this order (a test holds both to it).
  */
+export const ANSWER_ORDER: readonly Check[] = [
+  { check: 'the token', statuses: (route) => (route.token ? [401, 403] : []) },
+  { check: 'the path', statuses: (route) => (route.path.includes('/:') ? [404] : []) },
+  { check: 'the abuse limit', statuses: (route) => (route.limit ? [429] : []) },
+  { check: "the body's size", statuses: (route) => (hasBody(route) ? [413] : []) },
+  { check: "the body's coding", statuses: (route) => (hasBody(route) ? [415] : []) },
+  { check: "the body's syntax", statuses: (route) => (hasBody(route) ? [invalidOf(route)] : []) },
+  { check: 'the resource', statuses: (route) => (route.mustExist ? [404] : []) },
+  { check: 'the preconditions', statuses: (route) => (route.preconditions ? [412] : []) },
+  { check: 'the input', statuses: (route) => (hasInput(route) ? [invalidOf(route)] : []) },
+  {
+    // A write carries the resource and the preconditions in its own statement: 404 and 412 when
+    // it matched nothing. A database not answering is 503; a write it stopped answering during, 504.
+    check: 'the handler',
+    statuses: (route) => [
+      ...(route.alsoAnswers ?? []),
+      ...(route.eventStream ? ([429] as const) : []),
+      ...(route.database === false ? [] : ([503] as const)),
+      ...(route.database === false || route.method === 'get' ? [] : ([504] as const)),
+    ],
+  },
+];
+
+/** The error statuses of a route: those of every check it makes (ANSWER_ORDER). */
 export function errorStatusesOf(route: RouteDeclaration<unknown>): ErrorStatus[] {
-  const statuses = new Set<ErrorStatus>();
-  const invalid = invalidOf(route);
-  if (route.token) [401, 403].forEach((s) => statuses.add(s as ErrorStatus));
-  if (hasBody(route)) [413, 415, invalid].forEach((s) => statuses.add(s as ErrorStatus));
-  if (route.queryParameters) statuses.add(invalid);
-  if (route.path.includes('/:')) statuses.add(404);
-  if (route.preconditions) statuses.add(412);
-  for (const status of route.alsoAnswers ?? []) statuses.add(status);
-  if (route.limit || route.eventStream) statuses.add(429);
-  if (route.database !== false) statuses.add(503);
-  if (route.database !== false && route.method !== 'get') statuses.add(504);
-  return [...statuses].sort();
+  return [...new Set(ANSWER_ORDER.flatMap((step) => step.statuses(route)))].sort();
 }
 
 /**
@@ -107,9 +128,6 @@ function queryReader(route: RouteDeclaration<unknown>) {
   };
 }
 
-/** The client asked to be told to go on before it sends the body (RFC 9110, 10.1.1). */
-const expectsContinue = (ctx: Koa.Context) => /^100-continue$/i.test(ctx.get('Expect'));
-
 /** What every endpoint checks with: the same for every route. */
 export interface EndpointChecks {
   tokens: Tokens;
@@ -134,13 +152,12 @@ async function lookAt(checks: EndpointChecks, id: string, conditions: WriteCondi
 }
 
 /**
- * A route's handler behind its declaration, always in this order (docs/decisions.md#conditional-writes):
- * the token (401, 403), then the path (not valid percent-encoding, or an id that is not a UUID,
- * names nothing: 404), then the route's abuse limit (429), then the input (query and body: 400,
- * or PUT's 404), then the handler, whose write carries its conditions in its own statement and
- * looks at the resource only when it matched nothing (404, 412). Where the answer must come before
- * the body's (a bad body of a missing resource is 404; of one whose conditions fail, 412; a client
- * waiting for 100 Continue), the endpoint looks at the resource first: that costs a round trip only then.
+ * A route's handler behind its checks, made in ANSWER_ORDER's order. The body's size, coding and
+ * syntax are readBody's, in that order; it sends `100 Continue` to a client that waits for it only
+ * once the body is about to be read, so `Expect` changes when the body comes, never the answer.
+ * The resource and the preconditions are looked at only when the input fails: otherwise the write
+ * carries them in its own statement (404 or 412 when it matched nothing), and the happy path is
+ * one round trip.
  */
 export function endpoint<Input, Deps>(route: Route<Input, Deps>, deps: Deps, checks: EndpointChecks): RouterMiddleware {
   const invalid = invalidOf(route);
@@ -152,13 +169,11 @@ export function endpoint<Input, Deps>(route: Route<Input, Deps>, deps: Deps, che
     if (route.token) authenticate(ctx, checks.tokens);
     const id = idOf(ctx);
     if (route.limit) await checks.limits.check(ctx, route.limit);
-    const conditions = route.preconditions ? checks.tags.conditionsOf(ctx.req.headers) : NO_CONDITIONS;
-    const conditional = conditions.ifMatch !== undefined || conditions.ifNoneMatch !== undefined;
-    // PUT makes a resource that is not there; the other writes answer 404 for it.
-    if (readsBody && conditional && expectsContinue(ctx)) await lookAt(checks, id, conditions, route.method !== 'put');
     const body = readsBody ? await readBody(ctx, invalid) : undefined;
+    const conditions = route.preconditions ? checks.tags.conditionsOf(ctx.req.headers) : NO_CONDITIONS;
     const input = check(route.input, { body, query: queryOf(ctx.query), headers: ctx.headers });
     if (!input.valid) {
+      const conditional = conditions.ifMatch !== undefined || conditions.ifNoneMatch !== undefined;
       if (route.mustExist || conditional) await lookAt(checks, id, conditions, route.mustExist === true);
       // Only a 400 says which field: PUT answers every failure 404, as the specification says.
       throw new HttpError(invalid, invalid === 400 ? invalidFieldHeader(input.path) : {});
