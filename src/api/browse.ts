@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import * as yup from 'yup';
-import { FILTER_NAMES, type PageFilters, type PageKey, SORTS, type Sort } from '../bikes/pages';
+import { FILTER_NAMES, type PageFilters, type PageKey, readPage, SORTS, type Sort } from '../bikes/pages';
 import type { Cursors } from '../http/cursors';
 import { isFresh, setValidators } from '../http/conditional';
 import { HttpError } from '../http/errors';
@@ -170,7 +170,8 @@ export const browseBikes = operation({
     const request = { sort, filters, after, limit };
     const tagOf = (version: string[]) => tags.list(...version, JSON.stringify(request));
     const conditional = ctx.req.headers['if-none-match'] !== undefined;
-    const page = await reader(ctx).page(request, conditional ? (version) => isFresh(ctx, tagOf(version)) : undefined);
+    const current = conditional ? (version: string[]) => isFresh(ctx, tagOf(version)) : undefined;
+    const page = await readPage(reader(ctx).reads.query, request, current);
     if (page.version) setValidators(ctx, tagOf(page.version));
     ctx.set('Catalog-Cursor', feed.listCursor(page.seen));
     if (page.current) {
