@@ -34,7 +34,7 @@ const versionSlots = () =>
  * from (docs/decisions.md#the-change-feed). The slots and the triggers are one row each, and so is
  * the pruning's state, joined so that a missing one leaves its horizon null instead of the row out.
  */
-export const listVersion = () =>
+const listVersion = () =>
   kysely
     .selectFrom([versionSlots(), catalogTriggers()])
     .leftJoin('bike_changes_pruning', (join) => join.onTrue())

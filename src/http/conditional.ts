@@ -22,7 +22,7 @@ const LIST_ELEMENT = /(?:W\/)?"[^"]*"|[^,\s]+/g;
  * field sent twice arrives joined by a comma (RFC 9110, 5.3), so `*, *` or `*, "x"` is `*`; an
  * empty field is an empty list, which no tag matches.
  */
-export function parseTagCondition(value: string | undefined): TagCondition | undefined {
+function parseTagCondition(value: string | undefined): TagCondition | undefined {
   if (value === undefined) return undefined;
   const elements: string[] = value.match(LIST_ELEMENT) ?? [];
   return elements.includes('*') ? { any: true } : { tags: elements };

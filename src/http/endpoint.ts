@@ -28,7 +28,7 @@ const invalidOf = (route: RouteDeclaration<unknown>) => route.invalid ?? 404;
 const hasInput = (route: RouteDeclaration<unknown>) => Object.keys(describe(route.input).fields ?? {}).length > 0;
 
 /** One of an operation's checks: what it looks at, and what it answers on a route when it fails (none: not made there). */
-export interface Check {
+interface Check {
   check: string;
   statuses(route: RouteDeclaration<unknown>): ErrorStatus[];
 }
@@ -38,6 +38,7 @@ export interface Check {
  * first check that fails gives the answer, whatever the request's `Expect`. `endpoint` makes them
  * in this order; a route's error statuses, and so the OpenAPI document's, are theirs; the docs
  * list them in this order (a test holds both to it).
+ * @internal test/api/answer-order.test.ts checks the service and the docs by it.
  */
 export const ANSWER_ORDER: readonly Check[] = [
   { check: 'the token', statuses: (route) => (route.token ? [401, 403] : []) },

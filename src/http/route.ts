@@ -77,7 +77,7 @@ export interface RouteDeclaration<Input> {
  * path's id (a UUID, lowercased; '' on a route without one), and a write's conditions
  * (If-Match, If-None-Match), in states of the resource.
  */
-export interface RequestFacts {
+interface RequestFacts {
   id: string;
   conditions: WriteConditions;
 }
