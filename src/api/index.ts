@@ -8,7 +8,7 @@ import type { Cursors } from '../http/cursors';
 import { eventStreams } from '../http/event-stream';
 import type { AbuseLimits } from '../http/limits';
 import { routerOf } from '../http/route';
-import { deleteBike, createBike, getBike, getBikeByHandle, replaceBike, updateBike } from './bikes';
+import { createBike, deleteBike, getBike, getBikeByHandle, replaceBike, updateBike } from './bikes';
 import { browseBikes, pageCursors } from './browse';
 import { bikeChanges } from './changes';
 import { listBikes, searchBikesByTitle } from './lists';
