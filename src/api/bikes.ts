@@ -1,10 +1,12 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type Koa from 'koa';
 import * as yup from 'yup';
+import { scopeOf } from '../auth/caller';
 import { bikeFields, deriveHandle, patch, replacement } from '../bikes/bike';
 import { PRECONDITION_FAILED, type StoredBike } from '../bikes/repository';
 import { WriteOutcomeUnknown } from '../db/pool';
 import { type EntityTags, setValidators } from '../http/conditional';
+import { callerOf } from '../http/endpoint';
 import { HttpError } from '../http/errors';
 import { exampleOf, inputOf, NO_INPUT, WRONG_TYPE } from '../http/schema';
 import { BIKE, bikeJson, EXAMPLE_BIKE, ref } from './bike-json';
@@ -43,17 +45,6 @@ async function writing<T>(path: string, write: Promise<T>): Promise<T> {
     if (!(err instanceof WriteOutcomeUnknown)) throw err;
     throw new HttpError(504, { 'Write-Outcome': 'unknown', 'Content-Location': path }, { cause: err });
   }
-}
-
-/**
- * Who a request's Idempotency-Key belongs to (docs/decisions.md#idempotency-keys): the username
- * its token carries, or, for a token without one, that token itself. Hashed: a username may be
- * any string, and the table keeps no token.
- */
-function clientOf(ctx: Koa.Context): string {
-  const { username } = ctx.state.user as { username?: string };
-  const who = username === undefined ? `token\n${ctx.get('Authorization').split(' ')[1]}` : `user\n${username}`;
-  return createHash('sha256').update(who).digest('base64url');
 }
 
 /**
@@ -124,7 +115,7 @@ export const createBike = operation({
     }
     // The fields as checked (unknown ones dropped), in the schema's order.
     const request = {
-      client: clientOf(ctx),
+      client: scopeOf(callerOf(ctx)),
       key,
       fingerprint: createHash('sha256').update(JSON.stringify(body)).digest('base64url'),
       response: bikeJson({ id: create.id, handle: create.handle, ...create.fields }),

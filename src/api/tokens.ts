@@ -1,4 +1,5 @@
 import * as yup from 'yup';
+import { HttpError } from '../http/errors';
 import { inputOf, WRONG_TYPE } from '../http/schema';
 import { ref } from './bike-json';
 import { operation } from './operation';
@@ -14,7 +15,8 @@ const tokenRequest = yup
 
 // An illustration only: a token of this shape, signed with no real secret.
 const EXAMPLE_TOKEN =
-  'eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJ1c2VybmFtZSI6ImFsaWNlIiwiaWF0IjoxNzY0MDAwMDAwLCJleHAiOjE3NjQwMDE4MDB9.' +
+  'eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.' +
+  'eyJ1c2VybmFtZSI6ImFsaWNlIiwiaWF0IjoxNzY0MDAwMDAwLCJleHAiOjE3NjQwMDE4MDAsImp0aSI6IjhKMW5CcTN2UzBtWWwybzRjWjV5U2cifQ.' +
   'c2lnbmF0dXJlLW9mLWFuLWV4YW1wbGUtdG9rZW4';
 
 export const issueToken = operation({
@@ -22,7 +24,9 @@ export const issueToken = operation({
   path: '/api/user',
   summary: 'Get a bearer token',
   description:
-    'No authentication. The token is an HS256 JWT carrying `username`, `iat` and `exp`, valid for 1800 seconds.',
+    'No authentication. The token is an HS256 JWT carrying `username`, `iat`, `exp` and `jti` (unique to it), ' +
+    'valid for 1800 seconds. Where the operator has closed issuance (`TOKEN_ISSUANCE=closed`), 403: tokens ' +
+    'then come from the operator or the identity provider.',
   limit: 'tokens',
   input: inputOf({ body: tokenRequest }),
   invalid: 400,
@@ -34,11 +38,17 @@ export const issueToken = operation({
     mediaTypes: ['application/json', 'application/x-www-form-urlencoded'],
   },
   ok: { description: 'A token', schema: ref('Token'), example: { token: EXAMPLE_TOKEN } },
-  meanings: { 400: '`username` is present but not a string, or the JSON is malformed.' },
+  alsoAnswers: [403],
+  meanings: {
+    400: '`username` is present but not a string, or the JSON is malformed.',
+    403: 'Token issuance is closed (`TOKEN_ISSUANCE=closed`): no token is given here, to anyone.',
+  },
   database: false,
   // Any string will do: the username is only signed into the token, never stored, so even
   // U+0000 or a lone surrogate travels (JSON-escaped) and reads back as sent.
   handle(ctx, { body }, _request, { tokens }) {
+    // TOKEN_ISSUANCE=closed: tokens come from the operator or the identity provider (docs/decisions.md#who-may-write).
+    if (!tokens.issuanceOpen) throw new HttpError(403);
     ctx.body = { token: tokens.issue(body.username) };
   },
 });

@@ -1,5 +1,7 @@
 import type { RouterContext, RouterMiddleware } from '@koa/router';
 import type Koa from 'koa';
+import type { Caller } from '../auth/caller';
+import { KeysUnavailable } from '../auth/provider';
 import type { Tokens } from '../auth/tokens';
 import { isRejectedValue } from '../db/errors';
 import { readBody } from './body';
@@ -41,7 +43,7 @@ interface Check {
  * @internal test/api/answer-order.test.ts checks the service and the docs by it.
  */
 export const ANSWER_ORDER: readonly Check[] = [
-  { check: 'the token', statuses: (route) => (route.token ? [401, 403] : []) },
+  { check: 'the token', statuses: (route) => (route.token ? [401, 403, 503] : []) },
   { check: 'the path', statuses: (route) => (route.path.includes('/:') ? [404] : []) },
   { check: 'the abuse limit', statuses: (route) => (route.limit ? [429] : []) },
   { check: "the body's size", statuses: (route) => (hasBody(route) ? [413] : []) },
@@ -70,17 +72,24 @@ export function errorStatusesOf(route: RouteDeclaration<unknown>): ErrorStatus[]
 
 /**
  * The bearer token, the second word of the Authorization header
- * (docs/decisions.md#authorization-header): none is 401, one that fails verification 403. Its
- * payload is attached to the request, as the specification says.
+ * (docs/decisions.md#authorization-header): none is 401, one that fails verification 403, one
+ * that cannot be judged (the identity provider's keys cannot be had) 503. What the token says of
+ * who sent the request is attached to it (callerOf), as the specification attaches its payload.
  */
-function authenticate(ctx: Koa.Context, tokens: Tokens): void {
+async function authenticate(ctx: Koa.Context, tokens: Tokens): Promise<void> {
   const token = ctx.get('Authorization').split(' ')[1];
   if (!token) throw new HttpError(401, { 'WWW-Authenticate': BEARER_CHALLENGE });
   try {
-    ctx.state.user = tokens.verify(token);
-  } catch {
+    ctx.state.user = await tokens.verify(token);
+  } catch (err) {
+    if (err instanceof KeysUnavailable) throw new HttpError(503, {}, { cause: err });
     throw new HttpError(403);
   }
+}
+
+/** Who sent a request of a route with a token (docs/decisions.md#who-a-caller-is). */
+export function callerOf(ctx: Koa.Context): Caller {
+  return ctx.state.user as Caller;
 }
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -167,7 +176,7 @@ export function endpoint<Input, Deps>(route: Route<Input, Deps>, deps: Deps, che
   return async (ctx) => {
     // Whichever the answer, an error included: Accept chose between the page and the stream.
     if (route.eventStream) ctx.vary('Accept');
-    if (route.token) authenticate(ctx, checks.tokens);
+    if (route.token) await authenticate(ctx, checks.tokens);
     const id = idOf(ctx);
     if (route.limit) await checks.limits.check(ctx, route.limit);
     const body = readsBody ? await readBody(ctx, invalid) : undefined;
