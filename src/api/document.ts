@@ -31,8 +31,8 @@ const ERRORS = {
   504: 'The database stopped answering while the write ran (`Write-Outcome: unknown`): it may or may not have been applied. Read the bike named in Content-Location to know; retry a POST only with the same Idempotency-Key, other writes with If-Match.',
 } as const;
 
-/** The schemas the answers refer to; the request bodies' are added from the routes. */
-function schemas(): Record<string, JsonSchema> {
+/** The bike's schemas, which the request bodies refer to too. */
+function bikeSchemas(): Record<string, JsonSchema> {
   const schemas: Record<string, JsonSchema> = {};
   schemas.Bike = {
     description: 'A bike as the service returns it: exactly these fields, each as the client sent it.',
@@ -43,32 +43,36 @@ function schemas(): Record<string, JsonSchema> {
     ...schemas,
     Money: { description: 'An amount and its currency.', ...schemas.Money },
     PriceRange: { description: 'The lowest and highest price.', ...schemas.PriceRange },
-    Change: {
-      description: 'A change to the catalog: an upsert carries the bike as it is after it; a delete, its id.',
-      type: 'object',
-      properties: {
-        cursor: { type: 'string', description: 'Where to go on from, as `since`: opaque.' },
-        type: { type: 'string', enum: ['upsert', 'delete'] },
-        id: { type: 'string', format: 'uuid' },
-        bike: ref('Bike'),
-      },
-      required: ['cursor', 'type', 'id'],
-      additionalProperties: false,
-    },
-    DeletedBike: {
-      type: 'object',
-      properties: { id: { type: 'string', format: 'uuid' } },
-      required: ['id'],
-      additionalProperties: false,
-    },
-    Token: {
-      type: 'object',
-      properties: { token: { type: 'string', description: 'A signed JSON Web Token (HS256), valid for 1800 s.' } },
-      required: ['token'],
-      additionalProperties: false,
-    },
   };
 }
+
+/** The schemas only answers use. */
+const ANSWER_SCHEMAS: Record<string, JsonSchema> = {
+  Change: {
+    description: 'A change to the catalog: an upsert carries the bike as it is after it; a delete, its id.',
+    type: 'object',
+    properties: {
+      cursor: { type: 'string', description: 'Where to go on from, as `since`: opaque.' },
+      type: { type: 'string', enum: ['upsert', 'delete'] },
+      id: { type: 'string', format: 'uuid' },
+      bike: ref('Bike'),
+    },
+    required: ['cursor', 'type', 'id'],
+    additionalProperties: false,
+  },
+  DeletedBike: {
+    type: 'object',
+    properties: { id: { type: 'string', format: 'uuid' } },
+    required: ['id'],
+    additionalProperties: false,
+  },
+  Token: {
+    type: 'object',
+    properties: { token: { type: 'string', description: 'A signed JSON Web Token (HS256), valid for 1800 s.' } },
+    required: ['token'],
+    additionalProperties: false,
+  },
+};
 
 /** The document, made anew at each call (the docs router keeps the one it serves). */
 export function apiDocument() {
@@ -123,7 +127,8 @@ export function apiDocument() {
           example: EXAMPLE_BIKE.id,
         },
       },
-      schemas: schemas(),
+      schemas: bikeSchemas(),
+      answerSchemas: ANSWER_SCHEMAS,
     },
   });
 }

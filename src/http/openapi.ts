@@ -29,11 +29,15 @@ export interface ApiDescription {
   pathParameters: Record<string, unknown>;
   /** Said of every request body's schema on the routes that reach the database. */
   bodyNote: string;
-  /** The document's components; the schemas of the routes' request bodies are added to its schemas. */
+  /**
+   * The document's components. Its schemas are `schemas` (those the request bodies may refer to),
+   * then the request bodies' own, made from the routes, then `answerSchemas` (only answers use them).
+   */
   components: {
     securitySchemes: Record<string, unknown>;
     parameters: Record<string, unknown>;
     schemas: Record<string, JsonSchema>;
+    answerSchemas: Record<string, JsonSchema>;
   };
 }
 
@@ -172,6 +176,10 @@ export function openApiDocument(api: ApiDescription) {
     servers: [{ url: '/', description: 'This service' }],
     tags: api.tags,
     paths,
-    components: { ...api.components, schemas },
+    components: {
+      securitySchemes: api.components.securitySchemes,
+      parameters: api.components.parameters,
+      schemas: { ...schemas, ...api.components.answerSchemas },
+    },
   };
 }
