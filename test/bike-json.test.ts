@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { bike as bikeSchema } from '../src/bikes/bike';
-import { bikeJson, bikesJson } from '../src/http/bike-json';
+import { bikeJson, bikesJson } from '../src/api/bike-json';
 import { type Shape, shapeOf } from './support/bikes';
 
 /** The compiled serializer must write exactly what JSON.stringify writes: clients see the same bytes. */

@@ -3,7 +3,7 @@ import http from 'node:http';
 import { Client } from 'pg';
 import { type Bike, bike } from '../src/bikes/bike';
 import { FIELDS, toModelFields } from '../src/bikes/fields';
-import { exampleOf } from '../src/bikes/yup';
+import { exampleOf } from '../src/http/schema';
 import { LIST_BATCH_SIZE } from '../src/bikes/repository';
 import { seedBikes } from './resilience/support/postgres';
 import { client } from './support/bikes';

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type * as yup from 'yup';
 import { type Bike, bike, type BikeFields, bikeFields } from '../../src/bikes/bike';
-import { describe as describeSchema, exampleOf } from '../../src/bikes/yup';
+import { describe as describeSchema, exampleOf } from '../../src/http/schema';
 
 /** A schema's keys at every level, in its order: each object's with their own, each leaf's with its type. */
 export interface Shape {
