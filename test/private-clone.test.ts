@@ -46,7 +46,7 @@ function copyProject(dir: string): void {
   afterAll(() => fs.rmSync(home, { recursive: true, force: true }));
 
   it('serves on its embedded PostgreSQL, and keeps its bikes and its tokens across a restart', async () => {
-    const first = await spawnService({}, { root: clone, timeoutMs: 60_000 });
+    const first = await spawnService({}, { root: clone });
     const tokenRes = await fetch(`${first.baseUrl}/api/user`, { method: 'POST' });
     const { token } = (await tokenRes.json()) as { token: string };
     const created = await client(first.baseUrl, token).create(newBike());
@@ -68,7 +68,7 @@ function copyProject(dir: string): void {
       expect(fs.statSync(path.join(clone, '.data', secret)).mode & 0o777).toBe(0o600);
     }
 
-    const second = await spawnService({}, { root: clone, timeoutMs: 60_000 });
+    const second = await spawnService({}, { root: clone });
     try {
       const api = client(second.baseUrl, token);
       const read = await api.request('GET', `/bikes/${created.id}`);
@@ -80,7 +80,7 @@ function copyProject(dir: string): void {
       second.child.kill('SIGTERM');
       expect((await second.exited).code).toBe(0);
     }
-  }, 120_000);
+  });
 
   it('once the clone is deleted, `npm run db:prune-clusters` removes its cluster and keeps the others', () => {
     const clusterHome = path.dirname(cluster);
@@ -90,7 +90,7 @@ function copyProject(dir: string): void {
       `removed ${clusterHome}: no clone holds its lease, and ${path.join(clone, '.data')}, where it was last started from, no longer links to it`,
     );
     expect(fs.existsSync(clusterHome)).toBe(false);
-  }, 60_000);
+  });
 });
 
 const PRUNE = path.join(__dirname, '..', 'dist', 'cli', 'prune-clusters.js');
@@ -115,11 +115,9 @@ function pruneSaysOf(home: string): string[] {
  * runs, the port it was given may have been taken by another service first, which would answer.
  */
 async function serving(dataDir: string): Promise<ServiceProcess> {
-  const service = await spawnService({ DATA_DIR: dataDir }, { timeoutMs: 60_000 });
-  await waitFor(
-    'the service’s own listening line',
-    () => (service.output().includes('listening on') ? true : undefined),
-    10_000,
+  const service = await spawnService({ DATA_DIR: dataDir });
+  await waitFor('the service’s own listening line', () =>
+    service.output().includes('listening on') ? true : undefined,
   );
   return service;
 }
@@ -188,7 +186,7 @@ async function stop(service: ServiceProcess): Promise<void> {
     expect(pruneSaysOf(home)).toEqual([
       `kept ${home}: in use, a clone holds its lease (last started from ${after}/.data)`,
     ]);
-  }, 180_000);
+  });
 
   it('keeps the cluster of a deleted clone while a server still runs on it, and removes it once that server is stopped', async () => {
     const dir = privateDir();
@@ -207,16 +205,14 @@ async function stop(service: ServiceProcess): Promise<void> {
     ]);
 
     process.kill(pid, 'SIGINT');
-    await waitFor(
-      'the server to stop',
-      () => (fs.existsSync(path.join(home, 'data', 'postmaster.pid')) ? undefined : true),
-      30_000,
+    await waitFor('the server to stop', () =>
+      fs.existsSync(path.join(home, 'data', 'postmaster.pid')) ? undefined : true,
     );
     expect(pruneSaysOf(home)).toEqual([
       `removed ${home}: no clone holds its lease, and ${dataDir}, where it was last started from, no longer links to it`,
     ]);
     expect(fs.existsSync(home)).toBe(false);
-  }, 120_000);
+  });
 
   it('keeps the cluster of a clone whose lease file was deleted while the clone still links to it', async () => {
     const { dataDir, home } = await usedClone();
@@ -224,9 +220,13 @@ async function stop(service: ServiceProcess): Promise<void> {
     expect(pruneSaysOf(home)).toEqual([
       `kept ${home}: ${dataDir} still links to it, though it no longer holds its lease (a start renews it)`,
     ]);
-  }, 120_000);
+  });
 
-  const otherFileSystem = asRoot && fs.statSync('/dev/shm').dev !== fs.statSync(path.dirname(CLUSTERS_DIR)).dev;
+  // /var/lib/bike-catalog is made by the first start as root, maybe later in this run: its file
+  // system is the nearest directory above it that is there.
+  let shared = path.dirname(CLUSTERS_DIR);
+  while (!fs.existsSync(shared)) shared = path.dirname(shared);
+  const otherFileSystem = asRoot && fs.statSync('/dev/shm').dev !== fs.statSync(shared).dev;
   (otherFileSystem ? it : it.skip)(
     'keeps the cluster of a clone on another file system, even once it is gone, and says how to remove it by hand',
     async () => {
@@ -240,7 +240,6 @@ async function stop(service: ServiceProcess): Promise<void> {
       ]);
       expect(fs.existsSync(path.join(home, 'data', 'PG_VERSION'))).toBe(true);
     },
-    120_000,
   );
 
   it('keeps a cluster made by an older version (no lease), and says how to remove it by hand', async () => {
@@ -253,7 +252,7 @@ async function stop(service: ServiceProcess): Promise<void> {
         `start ${dataDir} once to give it one, or, if that clone is gone, remove it by hand: rm -r ${home}`,
     ]);
     expect(fs.existsSync(path.join(home, 'data', 'PG_VERSION'))).toBe(true);
-  }, 120_000);
+  });
 
   it('keeps a directory it did not make and mark, and touches nothing in it', () => {
     const home = fs.mkdtempSync(path.join(CLUSTERS_DIR, 'not-ours-'));

@@ -47,7 +47,7 @@ describe("the README's examples", () => {
       PRELUDE + script.replaceAll('http://localhost:3000', svc.baseUrl),
     ]);
     outputs = stdout.split(/@@example \d+\n/).slice(1);
-  }, 60_000);
+  });
   afterAll(async () => {
     await svc?.stop();
     await postgres?.stop();

@@ -9,5 +9,6 @@ module.exports = {
   roots: ['<rootDir>/test/browser'],
   testMatch: ['**/*.browser.ts'],
   transform: { '^.+\\.ts$': ['ts-jest', { tsconfig: 'test/tsconfig.json' }] },
-  testTimeout: 120_000,
+  // A guard against a hang only, as in jest.config.js.
+  testTimeout: 300_000,
 };

@@ -122,7 +122,7 @@ if (noEngineReason) console.log(`simple.compose.ts skipped: ${noEngineReason}`);
     const migrated = await started.stack.compose(['run', '--rm', 'migrate'], { env: started.stack.env });
     expect(migrated).toContain('database is up to date');
     expect(await count()).toBe(before + 5);
-  }, 180_000);
+  });
 
   it('answers ps, logs and down with no variable set, and down -v leaves nothing behind', async () => {
     const ps = await started.stack.compose(['ps']);
@@ -133,5 +133,5 @@ if (noEngineReason) console.log(`simple.compose.ts skipped: ${noEngineReason}`);
     expect(logs).not.toContain('Warning');
     await started.stack.compose(['down', '-v']);
     expect(await started.stack.leftovers()).toEqual([]);
-  }, 120_000);
+  });
 });

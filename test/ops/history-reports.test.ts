@@ -173,7 +173,7 @@ describe('history reports over bike_changes', () => {
         ORDER BY txid DESC, change_id DESC LIMIT 1`,
     );
     await pruneUntilPast(db, `now() - interval '30 days'`, last);
-  }, 60_000);
+  });
 
   afterAll(async () => {
     await db?.end();

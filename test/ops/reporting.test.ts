@@ -99,7 +99,7 @@ describe('reporting SQL against a seeded catalog', () => {
     expect(bikes).toHaveLength(64);
     db = new Client({ connectionString: databaseUrl });
     await db.connect();
-  }, 60_000);
+  });
 
   afterAll(async () => {
     await db?.end();

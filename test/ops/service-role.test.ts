@@ -8,6 +8,7 @@ import { client, issueToken, newBike } from '../support/bikes';
 import { createEmptyTestDatabase, createTestRole } from '../support/databases';
 import { launchService, spawnService, type ServiceProcess } from '../support/process';
 import { type LogPosition, pruneUntilPast } from '../support/pruning';
+import { PATIENCE_MS } from '../support/wait';
 
 /**
  * The role the service's queries run as (DATABASE_URL's), at start-up: with no role of its own
@@ -43,7 +44,7 @@ const rightsAndMigrations = async (url: string) => ({
 function migrateCli(env: Record<string, string>): Promise<unknown> {
   return promisify(execFile)(process.execPath, [path.join(ROOT, 'dist', 'cli', 'migrate.js')], {
     env: { PATH: process.env.PATH, LOG_LEVEL: 'warn', ...env },
-    timeout: 30_000,
+    timeout: PATIENCE_MS,
   });
 }
 

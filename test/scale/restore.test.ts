@@ -108,8 +108,7 @@ if (why) console.log(`restore.test.ts skipped: ${why}`);
     await waitFor(
       'the service to read the new database',
       async () => ((await api.request('GET', `/bikes/${bike.id}`)).status === 200 ? true : undefined),
-      15_000,
-      100,
+      { everyMs: 100 },
     );
     const patched = await api.request('PATCH', `/bikes/${bike.id}`, { body: { vendor: 'after the restore' } });
     expect(patched.status).toBe(200);

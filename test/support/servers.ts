@@ -113,7 +113,7 @@ export async function startPgBouncer(url: string): Promise<Bouncer> {
   let child: ChildProcess;
   const start = async () => {
     child = spawnServer(PGBOUNCER, [path.join(dir, 'pgbouncer.ini')]);
-    await waitFor('PgBouncer', () => answers(bouncerUrl.toString()), 30_000);
+    await waitFor('PgBouncer', () => answers(bouncerUrl.toString()));
   };
   await start();
   const stop = async () => {
@@ -153,7 +153,7 @@ function postgres15(dir: string, port: number, readOnly: boolean): Postgres15 {
     url,
     async start() {
       child = spawnServer(path.join(POSTGRES_15, 'postgres'), ['-D', dir, '-p', String(port)]);
-      await waitFor(readOnly ? 'the replica' : 'the primary', () => answers(url('postgres')), 30_000);
+      await waitFor(readOnly ? 'the replica' : 'the primary', () => answers(url('postgres')));
     },
     async stop(how = 'fast') {
       if (child) await stopped(child, how === 'kill' ? 'SIGKILL' : 'SIGINT');
