@@ -222,11 +222,9 @@ async function stop(service: ServiceProcess): Promise<void> {
     ]);
   });
 
-  // /var/lib/bike-catalog is made by the first start as root, maybe later in this run: its file
-  // system is the nearest directory above it that is there.
-  let shared = path.dirname(CLUSTERS_DIR);
-  while (!fs.existsSync(shared)) shared = path.dirname(shared);
-  const otherFileSystem = asRoot && fs.statSync('/dev/shm').dev !== fs.statSync(shared).dev;
+  /** The device of the file system `dir` would be made on: its nearest ancestor that exists (on a fresh machine, none of it). */
+  const deviceOf = (dir: string): number => (fs.existsSync(dir) ? fs.statSync(dir).dev : deviceOf(path.dirname(dir)));
+  const otherFileSystem = asRoot && deviceOf('/dev/shm') !== deviceOf(path.dirname(CLUSTERS_DIR));
   (otherFileSystem ? it : it.skip)(
     'keeps the cluster of a clone on another file system, even once it is gone, and says how to remove it by hand',
     async () => {

@@ -8,7 +8,7 @@ module.exports = {
   testEnvironment: 'node',
   roots: ['<rootDir>/test/browser'],
   testMatch: ['**/*.browser.ts'],
-  transform: { '^.+\\.ts$': ['ts-jest', { tsconfig: 'test/tsconfig.json' }] },
+  ...require('../support/jest-transform'),
   // A guard against a hang only, as in jest.config.js.
   testTimeout: 300_000,
 };
