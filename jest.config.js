@@ -10,6 +10,6 @@ module.exports = {
   // Only a guard against a test that hangs: far longer than any test takes on a loaded machine, and
   // longer than the waits in it (PATIENCE_MS, test/support/wait.ts). A test asserts what the service
   // guarantees, never how fast this machine is.
-  testTimeout: 300_000,
+  testTimeout: 600_000,
   maxWorkers: 2,
 };

@@ -85,11 +85,10 @@ function copyProject(dir: string): void {
   it('once the clone is deleted, `npm run db:prune-clusters` removes its cluster and keeps the others', () => {
     const clusterHome = path.dirname(cluster);
     fs.rmSync(clone, { recursive: true, force: true });
-    const output = execFileSync(process.execPath, [path.join(ROOT, 'dist', 'cli', 'prune-clusters.js')]).toString();
-    expect(output).toContain(
-      `removed ${clusterHome}: no clone holds its lease, and ${path.join(clone, '.data')}, where it was last started from, no longer links to it`,
+    expectPruned(
+      clusterHome,
+      `no clone holds its lease, and ${path.join(clone, '.data')}, where it was last started from, no longer links to it`,
     );
-    expect(fs.existsSync(clusterHome)).toBe(false);
   });
 });
 
@@ -108,6 +107,16 @@ function clusterHomeOf(dataDir: string): string {
 function pruneSaysOf(home: string): string[] {
   const output = execFileSync(process.execPath, [PRUNE]).toString();
   return output.split('\n').filter((line) => line.includes(`${home}:`));
+}
+
+/**
+ * Prunes, and expects `home` gone: removed for `reason` by this prune, or, the clusters being the
+ * machine's, by a prune of another test run on it first.
+ */
+function expectPruned(home: string, reason: string): void {
+  const said = pruneSaysOf(home);
+  if (said.length > 0) expect(said).toEqual([`removed ${home}: ${reason}`]);
+  expect(fs.existsSync(home)).toBe(false);
 }
 
 /**
@@ -208,10 +217,10 @@ async function stop(service: ServiceProcess): Promise<void> {
     await waitFor('the server to stop', () =>
       fs.existsSync(path.join(home, 'data', 'postmaster.pid')) ? undefined : true,
     );
-    expect(pruneSaysOf(home)).toEqual([
-      `removed ${home}: no clone holds its lease, and ${dataDir}, where it was last started from, no longer links to it`,
-    ]);
-    expect(fs.existsSync(home)).toBe(false);
+    expectPruned(
+      home,
+      `no clone holds its lease, and ${dataDir}, where it was last started from, no longer links to it`,
+    );
   });
 
   it('keeps the cluster of a clone whose lease file was deleted while the clone still links to it', async () => {

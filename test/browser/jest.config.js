@@ -10,5 +10,5 @@ module.exports = {
   testMatch: ['**/*.browser.ts'],
   ...require('../support/jest-transform'),
   // A guard against a hang only, as in jest.config.js.
-  testTimeout: 300_000,
+  testTimeout: 600_000,
 };

@@ -11,6 +11,6 @@ module.exports = {
   testMatch: ['**/*.compose.ts'],
   transform: { '^.+\\.ts$': ['ts-jest', { tsconfig: 'test/tsconfig.json' }] },
   // A guard against a hang only, as in jest.config.js: engines and images are slow, so it is long.
-  testTimeout: 600_000,
+  testTimeout: 900_000,
   maxWorkers: 1,
 };

@@ -37,7 +37,7 @@ if (noEngineReason) console.log(`scaled.compose.ts skipped: ${noEngineReason}`);
   let started: StartedStack;
   beforeAll(async () => {
     started = await startStack('deploy/bike-catalog-scaled/docker-compose.yml');
-  }, 900_000);
+  });
   afterAll(() => started?.stack.remove(), 60_000);
 
   it('starts every service healthy: db, replica, pgbouncer, two api instances, nginx, after secrets and migrate exit 0', async () => {

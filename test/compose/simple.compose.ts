@@ -11,7 +11,7 @@ if (noEngineReason) console.log(`simple.compose.ts skipped: ${noEngineReason}`);
   let started: StartedStack;
   beforeAll(async () => {
     started = await startStack('docker-compose.yml');
-  }, 900_000);
+  });
   afterAll(() => started?.stack.remove(), 60_000);
 
   it('starts db and api healthy after the one-shot secrets and migrate services exit 0', async () => {

@@ -15,6 +15,6 @@ module.exports = {
   globalSetup: '<rootDir>/test/support/global-setup.ts',
   globalTeardown: '<rootDir>/test/support/global-teardown.ts',
   // A guard against a hang only, as in jest.config.js; these tests do more, so it is longer.
-  testTimeout: 600_000,
+  testTimeout: 900_000,
   maxWorkers: 1,
 };

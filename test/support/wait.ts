@@ -5,7 +5,7 @@
  * machine takes, so it never measures how fast this one is. Jest's own time limit for a test
  * (testTimeout in the jest configurations) is longer still.
  */
-export const PATIENCE_MS = 120_000;
+export const PATIENCE_MS = 300_000;
 
 /** Polls `probe` every `everyMs` until it returns a value, or fails after PATIENCE_MS. */
 export async function waitFor<T>(
