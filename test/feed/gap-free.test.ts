@@ -118,7 +118,7 @@ describe('the change feed under concurrent writers on two instances', () => {
 
     const apiWriter = async (w: number) => {
       const api = client(services[w % 2].baseUrl, tokens[w % 2]);
-      for (let i = 0; i < API_WRITES; i++) {
+      for (let write = 0; write < API_WRITES; write++) {
         const id = ids[randomInt(ids.length)];
         const op = randomInt(10);
         let status: number;
@@ -147,7 +147,7 @@ describe('the change feed under concurrent writers on two instances', () => {
       const db = new Client({ connectionString: first.databaseUrl });
       await db.connect();
       try {
-        for (let i = 0; i < SQL_TRANSACTIONS; i++) {
+        for (let transaction = 0; transaction < SQL_TRANSACTIONS; transaction++) {
           await db.query('BEGIN');
           for (let i = 0; i < 3; i++) {
             await db.query('UPDATE bikes SET total_inventory = total_inventory + 1 WHERE id = $1', [
