@@ -4,7 +4,7 @@ import path from 'node:path';
 /**
  * docs/architecture.md names files and what they declare; it must stay true of the code. Every
  * backticked path it gives must exist, and every backticked name it places in a file
- * ("`check` in `src/bikes/yup.ts`", "`src/db/pool.ts` (`writeOn`, `ROLE_SETTINGS`)") must be
+ * ("`check` in `src/http/schema.ts`", "`src/db/pool.ts` (`writeOn`, `ROLE_SETTINGS`)") must be
  * declared there.
  */
 const ROOT = path.join(__dirname, '..');
@@ -14,7 +14,8 @@ const markdown = fs.readFileSync(path.join(ROOT, 'docs', 'architecture.md'), 'ut
 const backticked = [...markdown.matchAll(/`([^`\n]+)`/g)].map((match) => match[1]);
 
 /** A path from the project's root: a folder of ours and what follows (`src/http/route.ts`, `test/api/`), or a file with an extension. */
-const PATH = /^(?:(?:src|test|prisma|bench|deploy|docs)\/[\w.*/-]*|[\w.-]+\.(?:ts|js|json|yml|sql|prisma|sh|md))$/;
+const PATH =
+  /^(?:(?:src|test|prisma|bench|deploy|docs|client)\/[\w.*/-]*|[\w.-]+\.(?:ts|js|json|yml|sql|prisma|sh|md))$/;
 
 /** Whether `name` (a path, `*` standing for any part of one name) names a file or folder. */
 function exists(name: string): boolean {
