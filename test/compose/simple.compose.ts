@@ -126,7 +126,7 @@ if (noEngineReason) console.log(`simple.compose.ts skipped: ${noEngineReason}`);
 
   it('closes issuance as docs/scaling-and-containers.md says: after `TOKEN_ISSUANCE=closed up -d`, POST /api/user is 403 and a token from `exec api node dist/cli/token.js` writes', async () => {
     const { stack } = started;
-    await stack.compose(['up', '-d'], { env: { ...stack.env, TOKEN_ISSUANCE: 'closed' }, timeoutMs: 300_000 });
+    await stack.compose(['up', '-d'], { env: { ...stack.env, TOKEN_ISSUANCE: 'closed' } });
     await stack.waitHealthy();
     try {
       expect((await fetch(`${started.baseUrl}/api/user`, { method: 'POST' })).status).toBe(403);
@@ -142,7 +142,7 @@ if (noEngineReason) console.log(`simple.compose.ts skipped: ${noEngineReason}`);
       await stack.up();
       await stack.waitHealthy();
     }
-  }, 600_000);
+  });
 
   it('answers ps, logs and down with no variable set, and down -v leaves nothing behind', async () => {
     const ps = await started.stack.compose(['ps']);
