@@ -127,7 +127,9 @@ describe('follow: when the feed cannot go on from its cursor (410)', () => {
           [gone.id],
         )
       ).rows;
-      await pruneUntilPast(sql, `now() + interval '1 day'`, deleted);
+      // Past the retention (docs/decisions.md#the-change-feed), which pruning never goes within.
+      await sql.query(`UPDATE bike_changes SET changed_at = changed_at - interval '31 days'`);
+      await pruneUntilPast(sql, `now() - interval '30 days'`, deleted);
       expect((await fetch(`${svc.baseUrl}/bikes/changes?since=${encodeURIComponent(stored)}`)).status).toBe(410);
 
       const resumed = startFollower(svc.baseUrl, transport, { from: stored });
