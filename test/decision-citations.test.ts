@@ -1,7 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { anchorOf } from './support/markdown';
+import { anchorOf, anchorsOfPage } from './support/markdown';
 
 /**
  * Code, configuration and docs cite a decision by its heading's anchor
@@ -21,15 +21,15 @@ const RULE_NUMBER = /\brules? \d+/gi;
 const KEPT_AS_APPLIED = /^prisma\/migrations\//;
 
 describe('citations of docs/decisions.md by anchor', () => {
+  const page = fs.readFileSync(path.join(ROOT, DECISIONS), 'utf8');
   // Each heading's level (2 for ##) and anchor.
-  const headings = fs
-    .readFileSync(path.join(ROOT, DECISIONS), 'utf8')
-    .split('\n')
-    .flatMap((line) => {
-      const match = /^(#{1,6}) (.+)$/.exec(line);
-      return match ? [{ level: match[1].length, anchor: anchorOf(match[2]) }] : [];
-    });
-  const anchors = new Set(headings.map(({ anchor }) => anchor));
+  const headings = page.split('\n').flatMap((line) => {
+    const match = /^(#{1,6}) (.+)$/.exec(line);
+    return match ? [{ level: match[1].length, anchor: anchorOf(match[2]) }] : [];
+  });
+  // The headings' anchors, and the names renamed headings kept (`<a id="...">`).
+  const all = anchorsOfPage(page);
+  const anchors = new Set(all);
   // Every tracked file, as git lists it (no build output, no dependencies).
   const files = execFileSync('git', ['ls-files'], { cwd: ROOT, encoding: 'utf8' }).split('\n').filter(Boolean);
   const texts = files.map((file) => ({ file, text: fs.readFileSync(path.join(ROOT, file), 'utf8') }));
@@ -49,8 +49,7 @@ describe('citations of docs/decisions.md by anchor', () => {
     expect(citations.filter(({ anchor }) => !anchors.has(anchor))).toEqual([]);
   });
 
-  it('gives every heading an anchor of its own (a second one would be renamed "-1")', () => {
-    const all = headings.map(({ anchor }) => anchor);
+  it('gives every heading an anchor of its own (a second one would be renamed "-1"), and keeps no name twice', () => {
     expect(all.filter((anchor, i) => all.indexOf(anchor) !== i)).toEqual([]);
   });
 
