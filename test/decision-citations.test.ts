@@ -5,7 +5,7 @@ import { anchorOf, anchorsOfPage } from './support/markdown';
 
 /**
  * Code, configuration and docs cite a decision by its heading's anchor
- * (`docs/decisions.md#who-holds-which-secret`), which does not move when others are added: every
+ * (`docs/scaling-and-containers.md#who-holds-which-secret`), which does not move when others are added: every
  * such citation must name a heading that is there, and no rule is cited by a number.
  */
 const ROOT = path.join(__dirname, '..');
@@ -74,5 +74,34 @@ describe('citations of docs/decisions.md by anchor', () => {
       `${uncited.length} of ${decisions.length} decisions no test cites:\n` +
         uncited.map((anchor) => `  ${DECISIONS}#${anchor}`).join('\n'),
     );
+  });
+});
+
+/**
+ * Code and configuration cite the other guides the same way (`docs/running-as-root.md#proving-a-server-is-ours`,
+ * for a rule that lives there): each such citation must name a heading of that page. (Links between
+ * Markdown files are test/docs-links.test.ts's.)
+ */
+describe('citations of the other docs/ pages by anchor', () => {
+  const files = execFileSync('git', ['ls-files'], { cwd: ROOT, encoding: 'utf8' })
+    .split('\n')
+    .filter((file) => file && !file.endsWith('.md') && !KEPT_AS_APPLIED.test(file))
+    .filter((file) => fs.existsSync(path.join(ROOT, file)));
+  const citations = files.flatMap((file) =>
+    [...fs.readFileSync(path.join(ROOT, file), 'utf8').matchAll(/docs\/([\w-]+\.md)#([\w-]+)/g)]
+      .filter(([, page]) => `docs/${page}` !== DECISIONS)
+      .map(([, page, anchor]) => ({ file, page, anchor })),
+  );
+
+  it('finds some (this test reads the files it should)', () => {
+    expect(citations.length).toBeGreaterThan(0);
+  });
+
+  it('names a heading of a page that exists, in every one', () => {
+    const anchorsOf = (page: string) =>
+      fs.existsSync(path.join(ROOT, 'docs', page))
+        ? new Set(anchorsOfPage(fs.readFileSync(path.join(ROOT, 'docs', page), 'utf8')))
+        : new Set<string>();
+    expect(citations.filter(({ page, anchor }) => !anchorsOf(page).has(anchor))).toEqual([]);
   });
 });
