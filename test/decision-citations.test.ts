@@ -5,7 +5,7 @@ import { anchorOf, anchorsOfPage } from './support/markdown';
 
 /**
  * Code, configuration and docs cite a decision by its heading's anchor
- * (`docs/scaling-and-containers.md#who-holds-which-secret`), which does not move when others are added: every
+ * (`docs/decisions.md#who-may-write`), which does not move when others are added: every
  * such citation must name a heading that is there, and no rule is cited by a number.
  */
 const ROOT = path.join(__dirname, '..');
