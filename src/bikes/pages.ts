@@ -185,7 +185,10 @@ function keysOf(columns: readonly KeyColumn[]) {
 type PageStatement = ReturnType<typeof pageStatement>;
 /** A row of a page: a bike, its seq and its keys (the lateral join's columns, present). */
 type PageRow = Parameters<typeof fromModelFields>[0] & { seq: string; keys: string[] };
-/** The shapes compiled, the most recently used kept: a shape costs about 20 µs to compile again. */
+/**
+ * The shapes compiled, the most recently used kept: compiling one again took 0.95 ms where
+ * `readPage` with it compiled took 0.25 (a loaded machine's times, the database left out).
+ */
 const statements = new LRUCache<string, PageStatement>({ max: 512 });
 
 function statementOf(sort: Sort, filters: FilterName[], after: boolean, rows: number): PageStatement {
