@@ -26,8 +26,9 @@ interface Change {
   bike?: Bike;
 }
 
-/** How long the writers write. */
+/** How long the writers write at least, and how many writes they make at least (a loaded machine takes longer). */
 const WRITING_MS = 12_000;
+const MIN_WRITES = 600;
 
 describe('the change feed under concurrent writers on two instances', () => {
   let first: TestService;
@@ -111,7 +112,7 @@ describe('the change feed under concurrent writers on two instances', () => {
 
     const apiWriter = async (w: number) => {
       const api = client(services[w % 2].baseUrl, tokens[w % 2]);
-      while (Date.now() < until) {
+      while (Date.now() < until || writes < MIN_WRITES) {
         const id = ids[randomInt(ids.length)];
         const op = randomInt(10);
         let status: number;
