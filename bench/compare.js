@@ -5,7 +5,7 @@
  *
  *   node bench/compare.js --old /path/to/older/worktree [--new .] [--count 10000] [--rounds 4]
  *        [--duration 5] [--connections 32] [--loads byId,byHandle,page] [--statements] [--profile]
- *        [--old-env NAME=value ...] [--new-env NAME=value ...]
+ *        [--old-env NAME=value ...] [--new-env NAME=value ...] [--old-node='--flag ...'] [--new-node='--flag ...']
  *
  * Each build migrates and serves a database of its own in the one cluster (its own migrations,
  * the same seeded bikes), both built (`npm run build`) beforehand. For each load, in turns whose
@@ -50,6 +50,8 @@ const { values: args } = parseArgs({
     profile: { type: 'boolean', default: false },
     'old-env': { type: 'string', multiple: true, default: [] },
     'new-env': { type: 'string', multiple: true, default: [] },
+    'old-node': { type: 'string', default: '' },
+    'new-node': { type: 'string', default: '' },
   },
 });
 if (!args.old) throw new Error('--old <worktree> is required');
@@ -152,7 +154,13 @@ async function main() {
       };
       const hook = args.profile ? ['--require', HOOK] : [];
       env.BENCH_PROFILE = path.join(workDir, `profile-${build.name}`);
-      const server = await startServer(build.name, [...hook, path.join(build.root, 'dist', 'server.js')], env, workDir);
+      const nodeArgs = args[`${build.name}-node`].split(' ').filter(Boolean);
+      const server = await startServer(
+        build.name,
+        [...nodeArgs, ...hook, path.join(build.root, 'dist', 'server.js')],
+        env,
+        workDir,
+      );
       servers.push({
         ...server,
         database: build.database,
