@@ -37,12 +37,12 @@ const PARTS = [
   },
   {
     part: 'routes and checks (router, limits, input)',
-    file: /\/route\.|api-routes|path-matching|\/limits\.|method-not-allowed|\/errors\.|\/headers\.|\/body\.|invalid-field|json-schema|json-numbers|\/yup\.|page-cursor|feed-cursor|\/cursors\.|node_modules\/(@koa\/router|path-to-regexp|yup|property-expr|tiny-case|toposort|koa-bodyparser|co-body|raw-body|type-is|media-typer)\//,
+    file: /\/route\.|\/endpoint\.|preconditions|\/http\/schema\.|api-routes|path-matching|\/limits\.|method-not-allowed|\/errors\.|\/headers\.|\/body\.|invalid-field|json-schema|json-numbers|\/yup\.|page-cursor|feed-cursor|\/cursors\.|node_modules\/(@koa\/router|path-to-regexp|yup|property-expr|tiny-case|toposort|koa-bodyparser|co-body|raw-body|type-is|media-typer)\//,
   },
   { part: 'JSON of the bikes', file: /bike-json|node_modules\/fast-json-stringify\//, name: /^(stringify|parse)$/ },
   {
     part: 'handler, repository, pg driver',
-    file: /bike-handlers|\/bikes\/|\/db\/|\/feed\/|minimal\/sql|equivalent\/koa-pg|baseline\.js|node_modules\/(pg|pg-protocol|pg-pool|pg-types|pg-int8|postgres-array|postgres-bytea|postgres-date|postgres-interval|pg-cloudflare|pg-connection-string|split2)\//,
+    file: /bike-handlers|\/api\/|\/bikes\/|\/db\/|\/feed\/|minimal\/sql|equivalent\/koa-pg|baseline\.js|node_modules\/(pg|pg-protocol|pg-pool|pg-types|pg-int8|postgres-array|postgres-bytea|postgres-date|postgres-interval|pg-cloudflare|pg-connection-string|split2)\//,
   },
   {
     part: 'Koa',
