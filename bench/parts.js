@@ -155,15 +155,15 @@ function partsRows(columns) {
 
 /**
  * One turn of `requests` on `server` (started with profile-hook.js) under a CPU profile: the
- * parts of its requests. `turn(server, requests)` is the bench's, and `backendPid` any
+ * parts of its requests. `turn(server, requests, connections)` is the bench's, and `backendPid` any
  * PostgreSQL backend's (postgresCpuMicros).
  */
-async function profiledTurn({ server, requests, turn, backendPid, profiles }) {
+async function profiledTurn({ server, requests, connections, turn, backendPid, profiles }) {
   const file = `${profiles}.${server.profilesTaken++}.cpuprofile`;
   process.kill(server.pid, 'SIGUSR2');
   await sleep(200);
   const [main, postgres] = [mainThreadCpuMicros(server.pid), postgresCpuMicros(backendPid)];
-  const result = await turn(server, requests);
+  const result = await turn(server, requests, connections);
   const mainThreadCpu = mainThreadCpuMicros(server.pid) - main;
   const postgresCpu = postgresCpuMicros(backendPid) - postgres;
   process.kill(server.pid, 'SIGUSR2');
@@ -208,7 +208,14 @@ async function measureParts({ servers, loads, workDir, profileDir, turn, cannon,
       for (const server of started) await cannon(server.baseUrl, requests, 1, connections);
       for (const server of started) {
         log(`${load}: ${server.name}, a profiled turn`);
-        const parts = await profiledTurn({ server, requests, turn, backendPid, profiles: server.profiles });
+        const parts = await profiledTurn({
+          server,
+          requests,
+          connections,
+          turn,
+          backendPid,
+          profiles: server.profiles,
+        });
         columns.push({ label: `${load}, ${server.name.replace(/, profiled$/, '')}`, parts });
       }
     }
