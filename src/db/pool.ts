@@ -1,6 +1,14 @@
 import net from 'node:net';
 import { setImmediate as afterPendingIo } from 'node:timers/promises';
-import { Client, DatabaseError, Pool, type PoolClient, type QueryResult, type QueryResultRow } from 'pg';
+import {
+  Client,
+  type ClientBase,
+  DatabaseError,
+  Pool,
+  type PoolClient,
+  type QueryResult,
+  type QueryResultRow,
+} from 'pg';
 import { withinTime } from '../timeout';
 
 /** A query stuck on a half-dead connection must not hold a request forever. */
@@ -20,9 +28,18 @@ export const ROLE_SETTINGS = {
   client_connection_check_interval: { value: '1s', since: 140000 },
 };
 
+/**
+ * DATABASE_PREPARED_STATEMENTS: whether a connection prepares the statements compiled once
+ * (src/db/sql.ts) under their names, so that PostgreSQL parses each once per connection, and
+ * plans it once where one plan serves every value (docs/decisions.md#prepared-statements). `auto`:
+ * on each connection that is a session of the server's own, off through a transaction pooler.
+ */
+export type PreparedStatements = 'auto' | 'on' | 'off';
+
 export interface PoolOptions {
   /** How long a query may run before its connection is closed; 30 s unless a test shortens it. */
   queryTimeoutMs?: number;
+  preparedStatements?: PreparedStatements;
   /** pg's Client, or one that connects only to a server it can prove is the one meant (the embedded server's). */
   ServerClient?: typeof Client;
 }
@@ -98,11 +115,13 @@ export class ServerDownError extends Error {}
 
 /**
  * Whether the server answers, asked every 250 ms with a SELECT 1 on a connection of its own. It
- * is down when that connection is refused or breaks, and it hangs when the question goes
- * unanswered for 1 s while none of the pool's queries completes either: a machine too busy to
- * answer in a second still completes queries, and busy is not down. Then every connection of the
- * pool is closed, so what waits on them fails at once (503, or 504 for a write in flight) instead
- * of at the 30 s cut-off, and new requests fail at once until it answers again.
+ * is down when that connection is refused or breaks, or is slow to be made while a query of the
+ * pool makes no progress; and it hangs when the question goes unanswered for 1 s, or the
+ * connection is not made in the 10 s the pool waits for one, while none of the pool's queries
+ * completes either: a machine too busy to answer in a second still completes queries, and busy is
+ * not down. Then every connection of the pool is closed, so what waits on them fails then (503,
+ * or 504 for a write in flight) instead of at the 30 s cut-off. New requests fail at once while it
+ * is down or hangs, until it answers again.
  */
 interface ServerWatch {
   /** Set while the server is down or hangs. */
@@ -124,7 +143,16 @@ function watchServer(
   pool.on('connect', (client) => connections.add(client));
   pool.on('remove', (client) => connections.delete(client as PoolClient));
   let lastProgress = Date.now();
-  pool.on('release', () => (lastProgress = Date.now()));
+  /** When each connection checked out of the pool was, while it is. */
+  const checkedOut = new Map<PoolClient, number>();
+  pool.on('acquire', (client) => checkedOut.set(client, Date.now()));
+  pool.on('release', (_err, client) => {
+    checkedOut.delete(client);
+    lastProgress = Date.now();
+  });
+  pool.on('remove', (client) => checkedOut.delete(client as PoolClient));
+  /** A query of the pool runs since `time` and has not completed. */
+  const runningSince = (time: number) => [...checkedOut.values()].some((at) => at <= time);
   let downError: ServerDownError | undefined;
   const waiting = new Set<(err: ServerDownError) => void>();
   const setDown = (err: ServerDownError | undefined) => {
@@ -132,22 +160,46 @@ function watchServer(
     if (err) for (const fail of waiting) fail(err);
   };
 
-  let probe: Client | undefined;
+  /** The probe's connection, made or being made (which may take longer than a question), and since when. */
+  let probe: { client: Client; connected: Promise<unknown>; made: boolean; since: number } | undefined;
   let asking = false;
   const drop = (client: Client) => {
     client.on('error', () => undefined);
     client.connection.stream.destroy();
   };
+  const dropProbe = () => {
+    if (probe) drop(probe.client);
+    probe = undefined;
+  };
+  const newProbe = () => {
+    // No time limit of pg's: the watch gives up on it (CONNECTION_WAIT_MS), and judges why.
+    const client = new ServerClient({ connectionString });
+    client.on('error', () => undefined);
+    const attempt = { client, connected: client.connect(), made: false, since: Date.now() };
+    attempt.connected.then(
+      () => (attempt.made = true),
+      () => undefined,
+    );
+    return attempt;
+  };
+  /** The question in flight on a probe connection: the next one waits for it rather than asking again. */
+  const inFlight = new WeakMap<Client, Promise<unknown>>();
+  const question = (client: Client) => {
+    let pending = inFlight.get(client);
+    if (!pending) {
+      pending = client.query('SELECT 1').finally(() => inFlight.delete(client));
+      inFlight.set(client, pending);
+    }
+    return pending;
+  };
   const ask = async (): Promise<void> => {
-    const fresh = probe === undefined;
-    probe ??= await (async () => {
-      const client = new ServerClient({ connectionString, connectionTimeoutMillis: HANG_AFTER_MS });
-      client.on('error', () => undefined);
-      await client.connect();
-      return client;
-    })();
     const asked = Date.now();
-    const answer = probe.query('SELECT 1');
+    probe ??= newProbe();
+    const current = probe;
+    const wasMade = current.made;
+    // A new connection is judged as the question is: on a busy machine, making one (a process
+    // forked, SCRAM's rounds) can take longer than a second too, and it goes on meanwhile.
+    const answer = current.connected.then(() => question(current.client));
     let answered = false;
     const settled = answer.then(
       () => (answered = true),
@@ -161,27 +213,47 @@ function watchServer(
       try {
         await answer;
       } catch (err) {
-        if (fresh) throw err;
+        if (probe === current) dropProbe();
+        if (!wasMade) throw err;
         // A connection that broke since it was made (the server ended it: an administrator, its
         // database dropped and made anew) says nothing of the server now: ask on a new one.
-        drop(probe);
-        probe = undefined;
         return ask();
       }
       setDown(undefined);
       return;
     }
-    if (lastProgress > asked) return; // the pool's queries complete: busy, not hung
-    setDown(new ServerDownError(`the database did not answer within ${HANG_AFTER_MS / 1000} s`));
-    onHang(new Error(`the database did not answer within ${HANG_AFTER_MS / 1000} s; its connections were closed`));
+    // A connection not made in the time the pool itself waits for one.
+    const notConnecting = !current.made && Date.now() - current.since >= CONNECTION_WAIT_MS;
+    if (lastProgress > asked || (notConnecting && lastProgress > current.since)) {
+      // The pool's queries complete: busy, not hung. A connection that slow is made anew.
+      if (notConnecting) dropProbe();
+      return;
+    }
+    if (!wasMade && !notConnecting) {
+      // Its connection is slow to be made, and a query of the pool ran all the while without
+      // completing: down for new requests until it answers. (With none running, a service just
+      // started on a busy machine would answer 503 to a database that is up.) But making one can
+      // take seconds on a busy machine (at load 20 a second was not enough), so the pool's
+      // connections are left alone until it has taken as long as the pool waits for one.
+      if (runningSince(asked)) {
+        setDown(new ServerDownError(`the database did not take a connection within ${HANG_AFTER_MS / 1000} s`));
+      }
+      return;
+    }
+    // A question unanswered, or a connection not made, while none of the pool's queries completed
+    // meanwhile either: it hangs, as a stopped server or pooler does.
+    const hang = wasMade
+      ? `did not answer within ${HANG_AFTER_MS / 1000} s`
+      : `did not take a connection within ${CONNECTION_WAIT_MS / 1000} s`;
+    setDown(new ServerDownError(`the database ${hang}`));
+    onHang(new Error(`the database ${hang}; its connections were closed`));
     for (const client of connections) drop(client);
-    drop(probe);
-    probe = undefined;
+    dropProbe();
   };
   const timer = setInterval(() => {
     if (pool.ended) {
       clearInterval(timer);
-      if (probe) drop(probe);
+      dropProbe();
       return;
     }
     if (asking) return;
@@ -190,8 +262,6 @@ function watchServer(
       .catch((err: Error) => {
         // Refused or broken: down (the pool sees it by itself too, and reconnects once it is back).
         setDown(new ServerDownError(`the database cannot be reached: ${err.message}`));
-        if (probe) drop(probe);
-        probe = undefined;
       })
       .finally(() => (asking = false));
   }, HANG_CHECK_EVERY_MS);
@@ -221,6 +291,32 @@ export interface ServicePool extends Pool {
   readonly server: ServerWatch;
 }
 
+/** The connections that prepare statements by name (decidePreparing). */
+const preparing = new WeakSet<ClientBase>();
+
+/**
+ * Whether `client`'s connection is a session of the server's own, in which a statement prepared
+ * once stays: the process it talks to is the one whose key the server gave when it connected.
+ * A pooler gives a key of its own (PgBouncer a random one) and hands the connection's statements
+ * to whichever server connection is free, where a name prepared elsewhere is unknown, or names
+ * another client's statement.
+ */
+async function isOwnSession(client: ClientBase): Promise<boolean> {
+  const { rows } = await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+  return client.processID !== null && rows[0]?.pid === client.processID;
+}
+
+/**
+ * Decides, for each new connection before its first query, whether it prepares statements, as
+ * `mode` says (pg-pool's onConnect). A connection whose question fails prepares none; its query
+ * then fails as it would have.
+ */
+function decidePreparing(mode: PreparedStatements) {
+  return async (client: ClientBase): Promise<void> => {
+    if (mode === 'on' || (mode === 'auto' && (await isOwnSession(client).catch(() => false)))) preparing.add(client);
+  };
+}
+
 /**
  * The pg pool every query runs on. A request waits for a connection while the server answers
  * (busy), and fails at once while it is down or hangs (ServerWatch); the pool reconnects by
@@ -229,7 +325,7 @@ export interface ServicePool extends Pool {
 export function connectPool(
   databaseUrl: string,
   onError: (err: Error) => void,
-  { queryTimeoutMs = QUERY_TIMEOUT_MS, ServerClient = Client }: PoolOptions = {},
+  { queryTimeoutMs = QUERY_TIMEOUT_MS, ServerClient = Client, preparedStatements = 'auto' }: PoolOptions = {},
 ): ServicePool {
   const pool = new Pool({
     Client: ServerClient,
@@ -237,6 +333,7 @@ export function connectPool(
     max: 10,
     connectionTimeoutMillis: CONNECTION_WAIT_MS,
     idleTimeoutMillis: 30_000,
+    ...(preparedStatements !== 'off' && { onConnect: decidePreparing(preparedStatements) }),
   });
   // An idle connection that PostgreSQL drops (restart, outage) must not crash the process.
   pool.on('error', onError);
@@ -244,24 +341,81 @@ export function connectPool(
   return Object.assign(pool, { server: watchServer(pool, databaseUrl, ServerClient, onError) });
 }
 
-export type Query = <Row extends QueryResultRow>(text: string, values: unknown[]) => Promise<QueryResult<Row>>;
+/**
+ * Runs a statement. `name`: the name a statement compiled once may be prepared under
+ * (src/db/sql.ts), on a connection that prepares statements (PreparedStatements).
+ */
+export type Query = <Row extends QueryResultRow>(
+  text: string,
+  values: unknown[],
+  name?: string,
+) => Promise<QueryResult<Row>>;
+
+/**
+ * What PostgreSQL answers a statement prepared before that no longer stands, before running it:
+ * what it returns has changed (a migration: "cached plan must not change result type", 0A000),
+ * or the server does not know it (26000).
+ */
+const STALE_STATEMENT = new Set(['0A000', '26000']);
 
 /**
  * Queries on one connection of the pool, checked out. Through pg's callback form, as pg-pool's
  * own `query` does: its promise form kept each result reachable for longer, and a list of
  * 100,000 bikes read in 400 batches on one connection grew the heap by 35 MB more
- * (docs/decisions.md#compression).
+ * (docs/decisions.md#compression). A statement prepared before that no longer stands runs again
+ * unnamed, and the connection prepares nothing more.
  */
 export function queryOnClient(client: PoolClient): Query {
-  return <Row extends QueryResultRow>(text: string, values: unknown[]) =>
+  const run = <Row extends QueryResultRow>(text: string, values: unknown[], name: string | undefined) =>
     new Promise<QueryResult<Row>>((resolve, reject) =>
-      client.query<Row>(text, values, (err, result) => (err ? reject(err) : resolve(result))),
+      client.query<Row>({ text, values, name }, (err, result) => (err ? reject(err) : resolve(result))),
     );
+  return async <Row extends QueryResultRow>(text: string, values: unknown[], name?: string) => {
+    if (name === undefined || !preparing.has(client)) return run<Row>(text, values, undefined);
+    try {
+      return await run<Row>(text, values, name);
+    } catch (err) {
+      if (!(err instanceof DatabaseError && STALE_STATEMENT.has(err.code ?? ''))) throw err;
+      preparing.delete(client);
+      return run<Row>(text, values, undefined);
+    }
+  };
+}
+
+/**
+ * A query on a connection of the pool, given back once it is answered, as pg-pool's own `query`
+ * does it (after an error the connection is closed, not given back); on a connection of its
+ * choosing, so that it knows whether that one prepares statements.
+ */
+function queryOnPool<Row extends QueryResultRow>(
+  pool: Pool,
+  text: string,
+  values: unknown[],
+  name?: string,
+): Promise<QueryResult<Row>> {
+  return new Promise((resolve, reject) =>
+    pool.connect((connectError, client) => {
+      if (connectError || !client) return reject(connectError);
+      let released = false;
+      /** Gives the connection back (closed after an error), once: false when it was already. */
+      const release = (err?: Error) => {
+        if (released) return false;
+        released = true;
+        client.off('error', fail);
+        client.release(err);
+        return true;
+      };
+      const fail = (err: Error) => release(err) && reject(err);
+      // A connection that fails while its query runs fails the query with it.
+      client.once('error', fail);
+      queryOnClient(client)<Row>(text, values, name).then((result) => release() && resolve(result), fail);
+    }),
+  );
 }
 
 /** Queries on the pool that fail at once while its server is down or hangs. */
 export function queryOn(pool: ServicePool): Query {
-  return (text, values) => pool.server.unlessDown(() => pool.query(text, values));
+  return (text, values, name) => pool.server.unlessDown(() => queryOnPool(pool, text, values, name));
 }
 
 /** A connection of the pool, unless its server is found down first; one that arrives too late goes back. */
@@ -301,10 +455,10 @@ function reportedByServer(err: unknown): boolean {
  * statement ran is a WriteOutcomeUnknown.
  */
 export function writeOn(pool: ServicePool): Query {
-  return async <Row extends QueryResultRow>(text: string, values: unknown[]) => {
+  return async <Row extends QueryResultRow>(text: string, values: unknown[], name?: string) => {
     const client = await acquire(pool);
     try {
-      const result = await queryOnClient(client)<Row>(text, values);
+      const result = await queryOnClient(client)<Row>(text, values, name);
       client.release();
       return result;
     } catch (err) {
