@@ -1,3 +1,4 @@
+import { UnusableServerError } from '../pg-client';
 import { ServerDownError } from './pool';
 
 /**
@@ -45,33 +46,36 @@ const UNAVAILABLE_ADAPTER_KINDS = new Set([
  * errors, the driver adapter's error in `meta.driverAdapterError`, whose cause carries
  * PostgreSQL's SQLSTATE as `originalCode` (or, for a socket error, a `kind`).
  */
-function factsOf(err: unknown): { codes: string[]; messages: string[] } {
+function factsOf(err: unknown): { errors: object[]; codes: string[]; messages: string[] } {
+  const errors: object[] = [];
   const codes: string[] = [];
   const messages: string[] = [];
   const pending: unknown[] = [err];
   for (let seen = 0; pending.length > 0 && seen < 16; seen++) {
     const e = pending.shift();
     if (!e || typeof e !== 'object') continue;
+    errors.push(e);
     const { code, originalCode, kind, message, originalMessage, cause, meta } = e as Record<string, unknown>;
     for (const value of [code, originalCode, kind]) if (typeof value === 'string') codes.push(value);
     for (const value of [message, originalMessage]) if (typeof value === 'string') messages.push(value);
     pending.push(cause, (meta as { driverAdapterError?: unknown } | undefined)?.driverAdapterError);
   }
-  return { codes, messages };
+  return { errors, codes, messages };
 }
 
 /** True when the error means "the database is not answering", as opposed to a bug. */
 export function isDatabaseUnavailable(err: unknown): boolean {
-  if (err instanceof ServerDownError) return true;
-  const { codes, messages } = factsOf(err);
+  const { errors, codes, messages } = factsOf(err);
   return (
+    errors.some((e) => e instanceof ServerDownError || e instanceof UnusableServerError) ||
     codes.some(
       (code) =>
         UNREACHABLE_CODES.has(code) ||
         UNAVAILABLE_SQLSTATE.test(code) ||
         UNAVAILABLE_PRISMA_CODES.has(code) ||
         UNAVAILABLE_ADAPTER_KINDS.has(code),
-    ) || messages.some((message) => UNAVAILABLE_MESSAGE.test(message))
+    ) ||
+    messages.some((message) => UNAVAILABLE_MESSAGE.test(message))
   );
 }
 

@@ -1,6 +1,7 @@
 import net from 'node:net';
 import { setImmediate as afterPendingIo } from 'node:timers/promises';
-import { Client, DatabaseError, Pool, type PoolClient, type QueryResult, type QueryResultRow } from 'pg';
+import { type Client, DatabaseError, Pool, type PoolClient, type QueryResult, type QueryResultRow } from 'pg';
+import { GuardedClient } from '../pg-client';
 import { withinTime } from '../timeout';
 
 /** A query stuck on a half-dead connection must not hold a request forever. */
@@ -23,7 +24,7 @@ export const ROLE_SETTINGS = {
 export interface PoolOptions {
   /** How long a query may run before its connection is closed; 30 s unless a test shortens it. */
   queryTimeoutMs?: number;
-  /** pg's Client, or one that connects only to a server it can prove is the one meant (the embedded server's). */
+  /** GuardedClient, or one that connects only to a server it can prove is the one meant (the embedded server's). */
   ServerClient?: typeof Client;
 }
 
@@ -229,7 +230,7 @@ export interface ServicePool extends Pool {
 export function connectPool(
   databaseUrl: string,
   onError: (err: Error) => void,
-  { queryTimeoutMs = QUERY_TIMEOUT_MS, ServerClient = Client }: PoolOptions = {},
+  { queryTimeoutMs = QUERY_TIMEOUT_MS, ServerClient = GuardedClient }: PoolOptions = {},
 ): ServicePool {
   const pool = new Pool({
     Client: ServerClient,
