@@ -41,6 +41,7 @@ export async function openDatabaseServer(
     dataDir: options.dataDir,
     notPort: options.port,
     log: (message) => logger.info(message),
+    warn: (message) => logger.warn(message),
   });
   return {
     url: embedded.url,
