@@ -1,5 +1,5 @@
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
-import { randomBytes, randomUUID } from 'node:crypto';
+import { createHash, createHmac, pbkdf2Sync, randomBytes, randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
@@ -260,7 +260,25 @@ async function isOurServer(ServerClient: typeof Client, url: string, clusterDir:
   }
 }
 
-/** The database, and the service's role with the password in its file (reset at every start, so the file decides). */
+/**
+ * PostgreSQL's SCRAM-SHA-256 verifier of `password`, made as it makes one (RFC 5802, 4096
+ * iterations), which it stores as given: a statement that sets a role's password with it carries
+ * no password, whatever the server logs (a failed statement's text, `log_statement`).
+ */
+function scramVerifier(password: string): string {
+  const salt = randomBytes(16);
+  const iterations = 4096;
+  const salted = pbkdf2Sync(password, salt, iterations, 32, 'sha256');
+  const hmac = (key: Buffer, text: string) => createHmac('sha256', key).update(text).digest();
+  const storedKey = createHash('sha256').update(hmac(salted, 'Client Key')).digest();
+  const serverKey = hmac(salted, 'Server Key');
+  return `SCRAM-SHA-256$${iterations}:${salt.toString('base64')}$${storedKey.toString('base64')}:${serverKey.toString('base64')}`;
+}
+
+/**
+ * The database, and the service's role with the password in its file (set at every start, so the
+ * file decides). Each is looked for first, so no statement fails into the server's log.
+ */
 async function ensureDatabaseAndRole(
   ServerClient: typeof Client,
   adminUrl: string,
@@ -272,15 +290,16 @@ async function ensureDatabaseAndRole(
   try {
     // Two processes starting at once would otherwise both create (one failing on a unique index).
     await client.query('SELECT pg_advisory_lock($1)', [SETUP_LOCK_KEY]);
-    await client.query(`CREATE DATABASE ${client.escapeIdentifier(database)}`).catch((err) => {
-      if ((err as { code?: string }).code !== '42P04') throw err; // it exists
-    });
-    const role = client.escapeIdentifier(APP_ROLE);
-    const attributes = `LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS PASSWORD ${client.escapeLiteral(appPassword)}`;
-    await client.query(`CREATE ROLE ${role} ${attributes}`).catch(async (err) => {
-      if ((err as { code?: string }).code !== '42710') throw err; // it exists
-      await client.query(`ALTER ROLE ${role} ${attributes}`);
-    });
+    const { rows } = await client.query<{ database: boolean; role: boolean }>(
+      `SELECT EXISTS (SELECT FROM pg_database WHERE datname = $1) AS database,
+              EXISTS (SELECT FROM pg_roles WHERE rolname = $2) AS role`,
+      [database, APP_ROLE],
+    );
+    if (!rows[0].database) await client.query(`CREATE DATABASE ${client.escapeIdentifier(database)}`);
+    const attributes =
+      'LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS ' +
+      `PASSWORD ${client.escapeLiteral(scramVerifier(appPassword))}`;
+    await client.query(`${rows[0].role ? 'ALTER' : 'CREATE'} ROLE ${client.escapeIdentifier(APP_ROLE)} ${attributes}`);
   } finally {
     await client.end();
   }
