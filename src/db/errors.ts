@@ -18,6 +18,15 @@ const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'E
  */
 const UNAVAILABLE_SQLSTATE = /^(08|57|53)...$|^40001$|^40P01$|^55P03$/;
 
+/**
+ * SQLSTATEs of a database that does not hold the catalog this build reads: no such database
+ * (3D000: dropped), schema, table, column or function (3F000, 42P01, 42703, 42883: a database
+ * made anew and not yet restored or migrated). The test suite runs every statement of the service
+ * against the migrated schema, so these come of the database, not of a statement: the request may
+ * succeed once the catalog is back, and /readyz says "migrations not applied" until then.
+ */
+const MISSING_CATALOG_SQLSTATE = /^(3D000|3F000|42P01|42703|42883)$/;
+
 /** SQLSTATEs of a value PostgreSQL refuses: a data exception (22), or one too large to index (54000). */
 const REJECTED_VALUE_SQLSTATE = /^22...$|^54000$/;
 
@@ -72,6 +81,7 @@ export function isDatabaseUnavailable(err: unknown): boolean {
       (code) =>
         UNREACHABLE_CODES.has(code) ||
         UNAVAILABLE_SQLSTATE.test(code) ||
+        MISSING_CATALOG_SQLSTATE.test(code) ||
         UNAVAILABLE_PRISMA_CODES.has(code) ||
         UNAVAILABLE_ADAPTER_KINDS.has(code),
     ) ||
