@@ -125,3 +125,39 @@ describe('the embedded PostgreSQL, stopped or killed under a running service', (
     180_000,
   );
 });
+
+describe('the embedded PostgreSQL of two services on one DATA_DIR, killed under both', () => {
+  it('is started again by one and adopted by the other; both serve, and it stops with the last one', async () => {
+    const dataDir = tempDataDir('restart-two');
+    try {
+      const first = await spawnService({ DATA_DIR: dataDir }, { timeoutMs: 60_000 });
+      const second = await spawnService({ DATA_DIR: dataDir }, { timeoutMs: 60_000 });
+      try {
+        process.kill(postmasterOf(dataDir)!, 'SIGKILL');
+        for (const service of [first, second]) {
+          await waitFor(
+            'both to serve again',
+            async () => ((await fetch(`${service.baseUrl}/readyz`)).status === 200 ? true : undefined),
+            120_000,
+            200,
+          );
+        }
+        const outputs = [first, second].map((service) => service.output());
+        for (const output of outputs) expect(output).toMatch(/stopped; starting it again/);
+        // Started twice in all: at the first one's start, and again by one of them.
+        const starts = outputs.join('').match(/embedded PostgreSQL listening on/g) ?? [];
+        expect(starts).toHaveLength(2);
+        const made = await client(first.baseUrl, await issueToken(first.baseUrl)).create(newBike());
+        expect((await fetch(`${second.baseUrl}/bikes/${made.id}`)).status).toBe(200);
+      } finally {
+        for (const service of [second, first]) {
+          service.child.kill('SIGTERM');
+          expect((await service.exited).code).toBe(0);
+        }
+      }
+      expect(fs.existsSync(path.join(dataDir, 'postgres', 'postmaster.pid'))).toBe(false);
+    } finally {
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    }
+  }, 240_000);
+});

@@ -91,9 +91,19 @@ function previousPort(clusterDir: string): number {
   return Number(/^port = '(\d+)'$/m.exec(settings)?.[1] ?? 0);
 }
 
+/** The lines of postmaster.pid: [0] the postmaster's pid, [3] its port. Empty when there is none. */
+function postmasterPidLines(clusterDir: string): string[] {
+  return (readServerFile(path.join(clusterDir, 'postmaster.pid')) ?? '').split('\n');
+}
+
+/** The pid in postmaster.pid: the postmaster running on this cluster now, if any. */
+function postmasterPid(clusterDir: string): number {
+  return Number(postmasterPidLines(clusterDir)[0]);
+}
+
 /** The port in postmaster.pid: where a server on this cluster may be listening now. */
 function portOfRunningServer(clusterDir: string): number | undefined {
-  const port = Number((readServerFile(path.join(clusterDir, 'postmaster.pid')) ?? '').split('\n')[3]);
+  const port = Number(postmasterPidLines(clusterDir)[3]);
   return port > 0 && port < 65536 ? port : undefined;
 }
 
@@ -343,7 +353,7 @@ async function stopServer(clusterDir: string): Promise<void> {
     spawnSync(path.join(binDir(user), 'pg_ctl'), [...args, '-D', clusterDir], { ...asServerUser(user), stdio: 'pipe' });
   // Only waited for (signal 0 delivers nothing): pg_ctl returns once the pid file is gone, a moment
   // before the process itself.
-  const pid = Number((readServerFile(path.join(clusterDir, 'postmaster.pid')) ?? '').split('\n')[0]);
+  const pid = postmasterPid(clusterDir);
   if (pgCtl('stop', '-m', 'fast', '-w', '-t', String(STOP_TIMEOUT_S)).status !== 0) {
     pgCtl('stop', '-m', 'immediate', '-w'); // crash recovery runs at the next start
   }
@@ -547,7 +557,10 @@ async function startServer(
   for (;;) {
     // A neighbour may have taken the port before our server could: connectAsSuperuserTo proves whose it is.
     const client = await connectAsSuperuserTo(port);
-    if (client) {
+    // Another process's server on the same port, started at the same moment, answers too: ours
+    // is the one postmaster.pid names.
+    if (client && postmasterPid(clusterDir) !== child.pid) await client.end();
+    else if (client) {
       try {
         for (const name of ['port', 'listen_addresses']) {
           await client.query(`ALTER SYSTEM SET ${name} = ${client.escapeLiteral(String(settings[name]))}`);
