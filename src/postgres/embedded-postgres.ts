@@ -557,8 +557,8 @@ async function startServer(
   for (;;) {
     // A neighbour may have taken the port before our server could: connectAsSuperuserTo proves whose it is.
     const client = await connectAsSuperuserTo(port);
-    // Another process's server on the same port, started at the same moment, answers too: ours
-    // is the one postmaster.pid names.
+    // Another process's server, started on the same port at the same moment, answers there too
+    // (and is adopted below once ours has exited): ours is the one postmaster.pid names.
     if (client && postmasterPid(clusterDir) !== child.pid) await client.end();
     else if (client) {
       try {

@@ -1,8 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 
-/** The wait before the first attempt to bring something lost up again; it doubles at each failure, up to the longest. */
-const FIRST_WAIT_MS = 1_000;
-const LONGEST_WAIT_MS = 30_000;
+/** The wait before an attempt to bring something lost up again, after `failures` failed ones: 1 s, doubling, at most 30 s. */
+const waitAfter = (failures: number) => Math.min(1_000 * 2 ** failures, 30_000);
 
 export interface KeepRunningOptions<T> {
   /**
@@ -49,9 +48,8 @@ export async function keepRunning<T>({ up, onLost, onFailure }: KeepRunningOptio
 
   const restart = async (): Promise<void> => {
     for (let failures = 0; !stopping;) {
-      const wait = Math.min(FIRST_WAIT_MS * 2 ** failures, LONGEST_WAIT_MS);
       try {
-        await sleep(wait, undefined, { signal: waits.signal });
+        await sleep(waitAfter(failures), undefined, { signal: waits.signal });
       } catch {
         return; // stopping
       }
@@ -65,7 +63,7 @@ export async function keepRunning<T>({ up, onLost, onFailure }: KeepRunningOptio
         failures = 0;
       } catch (err) {
         failures++;
-        onFailure(err, failures, Math.min(FIRST_WAIT_MS * 2 ** failures, LONGEST_WAIT_MS));
+        onFailure(err, failures, waitAfter(failures));
       }
     }
   };
