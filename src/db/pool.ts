@@ -134,21 +134,28 @@ function watchServer(
   };
 
   let probe: Client | undefined;
+  /** The probe's connection while it is being made, which may take longer than a question. */
+  let connecting: Promise<Client> | undefined;
   let asking = false;
   const drop = (client: Client) => {
     client.on('error', () => undefined);
     client.connection.stream.destroy();
   };
+  const connectProbe = async () => {
+    const client = new ServerClient({ connectionString, connectionTimeoutMillis: CONNECTION_WAIT_MS });
+    client.on('error', () => undefined);
+    await client.connect();
+    return client;
+  };
   const ask = async (): Promise<void> => {
     const fresh = probe === undefined;
-    probe ??= await (async () => {
-      const client = new ServerClient({ connectionString, connectionTimeoutMillis: HANG_AFTER_MS });
-      client.on('error', () => undefined);
-      await client.connect();
-      return client;
-    })();
     const asked = Date.now();
-    const answer = probe.query('SELECT 1');
+    // A new connection is judged as the question is: on a busy machine, making one (a process
+    // forked, SCRAM's rounds) can take longer than a second too, and it goes on meanwhile.
+    const answer = (async () => {
+      probe ??= await (connecting ??= connectProbe().finally(() => (connecting = undefined)));
+      return probe.query('SELECT 1');
+    })();
     let answered = false;
     const settled = answer.then(
       () => (answered = true),
@@ -162,7 +169,7 @@ function watchServer(
       try {
         await answer;
       } catch (err) {
-        if (fresh) throw err;
+        if (fresh || !probe) throw err;
         // A connection that broke since it was made (the server ended it: an administrator, its
         // database dropped and made anew) says nothing of the server now: ask on a new one.
         drop(probe);
@@ -173,16 +180,19 @@ function watchServer(
       return;
     }
     if (lastProgress > asked) return; // the pool's queries complete: busy, not hung
+    if (!downError) {
+      onHang(new Error(`the database did not answer within ${HANG_AFTER_MS / 1000} s; its connections were closed`));
+      for (const client of connections) drop(client);
+    }
     setDown(new ServerDownError(`the database did not answer within ${HANG_AFTER_MS / 1000} s`));
-    onHang(new Error(`the database did not answer within ${HANG_AFTER_MS / 1000} s; its connections were closed`));
-    for (const client of connections) drop(client);
-    drop(probe);
+    if (probe) drop(probe);
     probe = undefined;
   };
   const timer = setInterval(() => {
     if (pool.ended) {
       clearInterval(timer);
       if (probe) drop(probe);
+      connecting?.then(drop, () => undefined);
       return;
     }
     if (asking) return;
