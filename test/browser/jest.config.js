@@ -8,6 +8,6 @@ module.exports = {
   testEnvironment: 'node',
   roots: ['<rootDir>/test/browser'],
   testMatch: ['**/*.browser.ts'],
-  transform: { '^.+\\.ts$': ['ts-jest', { tsconfig: 'test/tsconfig.json' }] },
+  ...require('../support/jest-transform'),
   testTimeout: 120_000,
 };
