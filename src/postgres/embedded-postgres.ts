@@ -282,7 +282,8 @@ function scramVerifier(password: string): string {
   const hmac = (key: Buffer, text: string) => createHmac('sha256', key).update(text).digest();
   const storedKey = createHash('sha256').update(hmac(salted, 'Client Key')).digest();
   const serverKey = hmac(salted, 'Server Key');
-  return `SCRAM-SHA-256$${iterations}:${salt.toString('base64')}$${storedKey.toString('base64')}:${serverKey.toString('base64')}`;
+  const base64 = (bytes: Buffer) => bytes.toString('base64');
+  return `SCRAM-SHA-256$${iterations}:${base64(salt)}$${base64(storedKey)}:${base64(serverKey)}`;
 }
 
 /**

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 
-/** The wait before an attempt to bring something lost up again, after `failures` failed ones: 1 s, doubling, at most 30 s. */
+/** The wait before an attempt to bring something up again, after `failures` failed ones: 1 s, doubling, at most 30 s. */
 const waitAfter = (failures: number) => Math.min(1_000 * 2 ** failures, 30_000);
 
 export interface KeepRunningOptions<T> {

@@ -30,8 +30,8 @@ function nodeNobodyCanRun(): string {
 
 /**
  * What another local user could run: a server on 127.0.0.1:<port> that answers every startup
- * message as `answers` says (see ANSWERS) and reports each connection and each byte it hears. Run as `nobody`; it takes
- * the port as soon as the port is free.
+ * message as `answers` says (see ANSWERS) and reports each connection and each byte it hears.
+ * Run as `nobody`; it takes the port as soon as the port is free.
  */
 const SCRIPT = `
 const net = require('node:net');
