@@ -141,6 +141,16 @@ function watchServer(
     client.on('error', () => undefined);
     client.connection.stream.destroy();
   };
+  /** The question in flight on a probe connection: the next one waits for it rather than asking again. */
+  const inFlight = new WeakMap<Client, Promise<unknown>>();
+  const question = (client: Client) => {
+    let pending = inFlight.get(client);
+    if (!pending) {
+      pending = client.query('SELECT 1').finally(() => inFlight.delete(client));
+      inFlight.set(client, pending);
+    }
+    return pending;
+  };
   const connectProbe = async () => {
     const client = new ServerClient({ connectionString, connectionTimeoutMillis: CONNECTION_WAIT_MS });
     client.on('error', () => undefined);
@@ -154,7 +164,7 @@ function watchServer(
     // forked, SCRAM's rounds) can take longer than a second too, and it goes on meanwhile.
     const answer = (async () => {
       probe ??= await (connecting ??= connectProbe().finally(() => (connecting = undefined)));
-      return probe.query('SELECT 1');
+      return question(probe);
     })();
     let answered = false;
     const settled = answer.then(
@@ -180,11 +190,15 @@ function watchServer(
       return;
     }
     if (lastProgress > asked) return; // the pool's queries complete: busy, not hung
-    if (!downError) {
-      onHang(new Error(`the database did not answer within ${HANG_AFTER_MS / 1000} s; its connections were closed`));
-      for (const client of connections) drop(client);
+    if (fresh) {
+      // Its connection was slow to be made: down for new requests until it answers, but nothing
+      // says the pool's connections hang, and they are left alone.
+      setDown(new ServerDownError(`the database did not take a connection within ${HANG_AFTER_MS / 1000} s`));
+      return;
     }
     setDown(new ServerDownError(`the database did not answer within ${HANG_AFTER_MS / 1000} s`));
+    onHang(new Error(`the database did not answer within ${HANG_AFTER_MS / 1000} s; its connections were closed`));
+    for (const client of connections) drop(client);
     if (probe) drop(probe);
     probe = undefined;
   };
