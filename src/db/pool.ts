@@ -99,11 +99,12 @@ export class ServerDownError extends Error {}
 
 /**
  * Whether the server answers, asked every 250 ms with a SELECT 1 on a connection of its own. It
- * is down when that connection is refused or breaks, and it hangs when the question goes
- * unanswered for 1 s while none of the pool's queries completes either: a machine too busy to
- * answer in a second still completes queries, and busy is not down. Then every connection of the
- * pool is closed, so what waits on them fails at once (503, or 504 for a write in flight) instead
- * of at the 30 s cut-off, and new requests fail at once until it answers again.
+ * is down when that connection is refused or breaks, or is slow to be made; and it hangs when the
+ * question goes unanswered for 1 s, or the connection is not made in the 10 s the pool waits for
+ * one, while none of the pool's queries completes either: a machine too busy to answer in a
+ * second still completes queries, and busy is not down. Then every connection of the pool is
+ * closed, so what waits on them fails then (503, or 504 for a write in flight) instead of at the
+ * 30 s cut-off. New requests fail at once while it is down or hangs, until it answers again.
  */
 interface ServerWatch {
   /** Set while the server is down or hangs. */
@@ -133,13 +134,27 @@ function watchServer(
     if (err) for (const fail of waiting) fail(err);
   };
 
-  let probe: Client | undefined;
-  /** The probe's connection while it is being made, which may take longer than a question. */
-  let connecting: Promise<Client> | undefined;
+  /** The probe's connection, made or being made (which may take longer than a question), and since when. */
+  let probe: { client: Client; connected: Promise<unknown>; made: boolean; since: number } | undefined;
   let asking = false;
   const drop = (client: Client) => {
     client.on('error', () => undefined);
     client.connection.stream.destroy();
+  };
+  const dropProbe = () => {
+    if (probe) drop(probe.client);
+    probe = undefined;
+  };
+  const newProbe = () => {
+    // No time limit of pg's: the watch gives up on it (CONNECTION_WAIT_MS), and judges why.
+    const client = new ServerClient({ connectionString });
+    client.on('error', () => undefined);
+    const attempt = { client, connected: client.connect(), made: false, since: Date.now() };
+    attempt.connected.then(
+      () => (attempt.made = true),
+      () => undefined,
+    );
+    return attempt;
   };
   /** The question in flight on a probe connection: the next one waits for it rather than asking again. */
   const inFlight = new WeakMap<Client, Promise<unknown>>();
@@ -151,21 +166,14 @@ function watchServer(
     }
     return pending;
   };
-  const connectProbe = async () => {
-    const client = new ServerClient({ connectionString, connectionTimeoutMillis: CONNECTION_WAIT_MS });
-    client.on('error', () => undefined);
-    await client.connect();
-    return client;
-  };
   const ask = async (): Promise<void> => {
-    const fresh = probe === undefined;
     const asked = Date.now();
+    probe ??= newProbe();
+    const current = probe;
+    const wasMade = current.made;
     // A new connection is judged as the question is: on a busy machine, making one (a process
     // forked, SCRAM's rounds) can take longer than a second too, and it goes on meanwhile.
-    const answer = (async () => {
-      probe ??= await (connecting ??= connectProbe().finally(() => (connecting = undefined)));
-      return question(probe);
-    })();
+    const answer = current.connected.then(() => question(current.client));
     let answered = false;
     const settled = answer.then(
       () => (answered = true),
@@ -179,34 +187,43 @@ function watchServer(
       try {
         await answer;
       } catch (err) {
-        if (fresh || !probe) throw err;
+        if (probe === current) dropProbe();
+        if (!wasMade) throw err;
         // A connection that broke since it was made (the server ended it: an administrator, its
         // database dropped and made anew) says nothing of the server now: ask on a new one.
-        drop(probe);
-        probe = undefined;
         return ask();
       }
       setDown(undefined);
       return;
     }
-    if (lastProgress > asked) return; // the pool's queries complete: busy, not hung
-    if (fresh) {
-      // Its connection was slow to be made: down for new requests until it answers, but nothing
-      // says the pool's connections hang, and they are left alone.
+    // A connection not made in the time the pool itself waits for one.
+    const notConnecting = !current.made && Date.now() - current.since >= CONNECTION_WAIT_MS;
+    if (lastProgress > asked || (notConnecting && lastProgress > current.since)) {
+      // The pool's queries complete: busy, not hung. A connection that slow is made anew.
+      if (notConnecting) dropProbe();
+      return;
+    }
+    if (!wasMade && !notConnecting) {
+      // Its connection is slow to be made: down for new requests until it answers. But making
+      // one can take seconds on a busy machine (at load 20 a second was not enough), so the pool's
+      // connections are left alone until it has taken as long as the pool waits for one.
       setDown(new ServerDownError(`the database did not take a connection within ${HANG_AFTER_MS / 1000} s`));
       return;
     }
-    setDown(new ServerDownError(`the database did not answer within ${HANG_AFTER_MS / 1000} s`));
-    onHang(new Error(`the database did not answer within ${HANG_AFTER_MS / 1000} s; its connections were closed`));
+    // A question unanswered, or a connection not made, while none of the pool's queries completed
+    // meanwhile either: it hangs, as a stopped server or pooler does.
+    const hang = wasMade
+      ? `did not answer within ${HANG_AFTER_MS / 1000} s`
+      : `did not take a connection within ${CONNECTION_WAIT_MS / 1000} s`;
+    setDown(new ServerDownError(`the database ${hang}`));
+    onHang(new Error(`the database ${hang}; its connections were closed`));
     for (const client of connections) drop(client);
-    if (probe) drop(probe);
-    probe = undefined;
+    dropProbe();
   };
   const timer = setInterval(() => {
     if (pool.ended) {
       clearInterval(timer);
-      if (probe) drop(probe);
-      connecting?.then(drop, () => undefined);
+      dropProbe();
       return;
     }
     if (asking) return;
@@ -215,8 +232,6 @@ function watchServer(
       .catch((err: Error) => {
         // Refused or broken: down (the pool sees it by itself too, and reconnects once it is back).
         setDown(new ServerDownError(`the database cannot be reached: ${err.message}`));
-        if (probe) drop(probe);
-        probe = undefined;
       })
       .finally(() => (asking = false));
   }, HANG_CHECK_EVERY_MS);
