@@ -99,12 +99,13 @@ export class ServerDownError extends Error {}
 
 /**
  * Whether the server answers, asked every 250 ms with a SELECT 1 on a connection of its own. It
- * is down when that connection is refused or breaks, or is slow to be made; and it hangs when the
- * question goes unanswered for 1 s, or the connection is not made in the 10 s the pool waits for
- * one, while none of the pool's queries completes either: a machine too busy to answer in a
- * second still completes queries, and busy is not down. Then every connection of the pool is
- * closed, so what waits on them fails then (503, or 504 for a write in flight) instead of at the
- * 30 s cut-off. New requests fail at once while it is down or hangs, until it answers again.
+ * is down when that connection is refused or breaks, or is slow to be made while a query of the
+ * pool makes no progress; and it hangs when the question goes unanswered for 1 s, or the
+ * connection is not made in the 10 s the pool waits for one, while none of the pool's queries
+ * completes either: a machine too busy to answer in a second still completes queries, and busy is
+ * not down. Then every connection of the pool is closed, so what waits on them fails then (503,
+ * or 504 for a write in flight) instead of at the 30 s cut-off. New requests fail at once while it
+ * is down or hangs, until it answers again.
  */
 interface ServerWatch {
   /** Set while the server is down or hangs. */
@@ -126,7 +127,16 @@ function watchServer(
   pool.on('connect', (client) => connections.add(client));
   pool.on('remove', (client) => connections.delete(client as PoolClient));
   let lastProgress = Date.now();
-  pool.on('release', () => (lastProgress = Date.now()));
+  /** When each connection checked out of the pool was, while it is. */
+  const checkedOut = new Map<PoolClient, number>();
+  pool.on('acquire', (client) => checkedOut.set(client, Date.now()));
+  pool.on('release', (_err, client) => {
+    checkedOut.delete(client);
+    lastProgress = Date.now();
+  });
+  pool.on('remove', (client) => checkedOut.delete(client as PoolClient));
+  /** A query of the pool runs since `time` and has not completed. */
+  const runningSince = (time: number) => [...checkedOut.values()].some((at) => at <= time);
   let downError: ServerDownError | undefined;
   const waiting = new Set<(err: ServerDownError) => void>();
   const setDown = (err: ServerDownError | undefined) => {
@@ -204,10 +214,14 @@ function watchServer(
       return;
     }
     if (!wasMade && !notConnecting) {
-      // Its connection is slow to be made: down for new requests until it answers. But making
-      // one can take seconds on a busy machine (at load 20 a second was not enough), so the pool's
+      // Its connection is slow to be made, and a query of the pool ran all the while without
+      // completing: down for new requests until it answers. (With none running, a service just
+      // started on a busy machine would answer 503 to a database that is up.) But making one can
+      // take seconds on a busy machine (at load 20 a second was not enough), so the pool's
       // connections are left alone until it has taken as long as the pool waits for one.
-      setDown(new ServerDownError(`the database did not take a connection within ${HANG_AFTER_MS / 1000} s`));
+      if (runningSince(asked)) {
+        setDown(new ServerDownError(`the database did not take a connection within ${HANG_AFTER_MS / 1000} s`));
+      }
       return;
     }
     // A question unanswered, or a connection not made, while none of the pool's queries completed
