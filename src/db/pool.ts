@@ -124,7 +124,11 @@ function watchServer(
   onHang: (err: Error) => void,
 ): ServerWatch {
   const connections = new Set<PoolClient>();
-  pool.on('connect', (client) => connections.add(client));
+  let lastConnected = 0;
+  pool.on('connect', (client) => {
+    connections.add(client);
+    lastConnected = Date.now();
+  });
   pool.on('remove', (client) => connections.delete(client as PoolClient));
   let lastProgress = Date.now();
   /** When each connection checked out of the pool was, while it is. */
@@ -193,6 +197,13 @@ function watchServer(
     // A timer that fired late, after the event loop was held up, runs before the I/O that came
     // meanwhile: let that I/O run, then judge.
     await afterPendingIo();
+    if (!answered && !current.made && lastConnected > current.since) {
+      // The pool made a connection while this one was still being made: it was begun where the
+      // server no longer is (a port the embedded server left, now another's, who may never
+      // answer), or stalled; it says nothing of the server now: ask on a new one.
+      dropProbe();
+      return ask();
+    }
     if (answered) {
       try {
         await answer;
