@@ -70,16 +70,16 @@ describe('the embedded PostgreSQL, stopped or killed under a running service', (
 
   beforeAll(async () => {
     dataDir = tempDataDir('restart');
-    service = await spawnService({ DATA_DIR: dataDir }, { timeoutMs: 60_000 });
+    service = await spawnService({ DATA_DIR: dataDir });
     token = await issueToken(service.baseUrl);
-  }, 60_000);
+  });
   afterAll(async () => {
     service.child.kill('SIGTERM');
     expect((await service.exited).code).toBe(0);
     // The server it started again is stopped with it.
     expect(fs.existsSync(path.join(dataDir, 'postgres', 'postmaster.pid'))).toBe(false);
     fs.rmSync(dataDir, { recursive: true, force: true });
-  }, 30_000);
+  });
 
   it.each([
     ['killed (SIGKILL to its postmaster, as an OOM kill does)', (pid: number) => process.kill(pid, 'SIGKILL')],
@@ -90,7 +90,7 @@ describe('the embedded PostgreSQL, stopped or killed under a running service', (
       const before = postmasterOf(dataDir)!;
       const writes = writing(service.baseUrl, token);
       try {
-        await waitFor('creates to be acknowledged', () => (writes.acknowledged.length >= 5 ? true : undefined), 30_000);
+        await waitFor('creates to be acknowledged', () => (writes.acknowledged.length >= 5 ? true : undefined));
         stopIt(before);
         await waitFor(
           'a server of its own again, and /readyz to answer 200',
@@ -99,14 +99,11 @@ describe('the embedded PostgreSQL, stopped or killed under a running service', (
             const ready = now !== undefined && now !== before && (await fetch(`${service.baseUrl}/readyz`)).status;
             return ready === 200 ? true : undefined;
           },
-          120_000,
-          200,
+          { everyMs: 200 },
         );
         const acknowledged = writes.acknowledged.length;
-        await waitFor(
-          'creates to be acknowledged again',
-          () => (writes.acknowledged.length > acknowledged ? true : undefined),
-          30_000,
+        await waitFor('creates to be acknowledged again', () =>
+          writes.acknowledged.length > acknowledged ? true : undefined,
         );
       } finally {
         await writes.stop();
@@ -122,7 +119,6 @@ describe('the embedded PostgreSQL, stopped or killed under a running service', (
       expect(missing).toEqual([]);
       expect(service.output()).toMatch(/the embedded PostgreSQL on port \d+ stopped; starting it again/);
     },
-    180_000,
   );
 });
 
@@ -130,8 +126,8 @@ describe('the embedded PostgreSQL of two services on one DATA_DIR, killed under 
   it('is started again by one and adopted by the other; both serve, and it stops with the last one', async () => {
     const dataDir = tempDataDir('restart-two');
     try {
-      const first = await spawnService({ DATA_DIR: dataDir }, { timeoutMs: 60_000 });
-      const second = await spawnService({ DATA_DIR: dataDir }, { timeoutMs: 60_000 });
+      const first = await spawnService({ DATA_DIR: dataDir });
+      const second = await spawnService({ DATA_DIR: dataDir });
       try {
         process.kill(postmasterOf(dataDir)!, 'SIGKILL');
         // How each has its server again, as it says once the server is back (its pools may reach
@@ -146,8 +142,7 @@ describe('the embedded PostgreSQL of two services on one DATA_DIR, killed under 
             const both = [first, second].map((service) => again(service.output()));
             return both.every(Boolean) ? both : undefined;
           },
-          120_000,
-          200,
+          { everyMs: 200 },
         );
         expect(how.sort()).toEqual([
           'adopting the PostgreSQL server already running',
@@ -157,8 +152,7 @@ describe('the embedded PostgreSQL of two services on one DATA_DIR, killed under 
           await waitFor(
             'both to serve again',
             async () => ((await fetch(`${service.baseUrl}/readyz`)).status === 200 ? true : undefined),
-            120_000,
-            200,
+            { everyMs: 200 },
           );
         }
         const made = await client(first.baseUrl, await issueToken(first.baseUrl)).create(newBike());
@@ -173,5 +167,5 @@ describe('the embedded PostgreSQL of two services on one DATA_DIR, killed under 
     } finally {
       fs.rmSync(dataDir, { recursive: true, force: true });
     }
-  }, 240_000);
+  });
 });

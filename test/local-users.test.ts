@@ -6,7 +6,7 @@ import { client, issueToken, newBike } from './support/bikes';
 import { ANSWERS, isAtMostTheStartupMessage, type Neighbour, neighbourListeningOn, NOBODY } from './support/neighbour';
 import { freePort, launchService, type ServiceProcess, spawnService } from './support/process';
 import { tempDataDir } from './support/temp-dir';
-import { waitFor } from './support/wait';
+import { PATIENCE_MS, waitFor } from './support/wait';
 
 /**
  * As root, beside other local users (issue 24): what a user who is neither root nor the server
@@ -43,7 +43,7 @@ async function kill(pid: number): Promise<void> {
   const processes = serverProcesses(pid);
   process.kill(pid, 'SIGKILL');
   // Its children leave once they see it gone; until then they hold the cluster's shared memory.
-  await waitFor('the killed server’s processes to go', () => (processes.some(isAlive) ? undefined : true), 15_000);
+  await waitFor('the killed server’s processes to go', () => (processes.some(isAlive) ? undefined : true));
 }
 
 /**
@@ -56,7 +56,7 @@ async function crash(postgres: EmbeddedPostgres, dataDir: string): Promise<void>
   const killed = kill(pid);
   const lettingGo = postgres.stop();
   await killed;
-  await waitFor('the crashed server to be reaped', () => (fs.existsSync(`/proc/${pid}`) ? undefined : true), 15_000);
+  await waitFor('the crashed server to be reaped', () => (fs.existsSync(`/proc/${pid}`) ? undefined : true));
   await lettingGo;
 }
 
@@ -105,7 +105,7 @@ async function expectACreate(baseUrl: string): Promise<void> {
       await crash(await startEmbeddedPostgres({ dataDir }), dataDir);
       const stalePort = Number(postmasterPid(dataDir)[3]);
       const heard = await heardDuring(await neighbourListeningOn(stalePort, answers), async () => {
-        const service = await spawnService({ DATA_DIR: dataDir }, { timeoutMs: 60_000 });
+        const service = await spawnService({ DATA_DIR: dataDir });
         try {
           expect((await fetch(`${service.baseUrl}/readyz`)).status).toBe(200);
           await expectACreate(service.baseUrl);
@@ -116,7 +116,6 @@ async function expectACreate(baseUrl: string): Promise<void> {
       });
       expectNothingPastStartup(heard, dataDir);
     },
-    120_000,
   );
 
   it('a neighbour that takes the port the server is about to start on hears no password, and the start fails with one line', async () => {
@@ -132,7 +131,7 @@ async function expectACreate(baseUrl: string): Promise<void> {
     } finally {
       fs.rmSync(dataDir, { recursive: true, force: true });
     }
-  }, 60_000);
+  });
 });
 
 /**
@@ -147,12 +146,12 @@ async function expectACreate(baseUrl: string): Promise<void> {
     let service: ServiceProcess;
     beforeAll(async () => {
       dataDir = tempDataDir('killed-under');
-      service = await spawnService({ DATA_DIR: dataDir }, { timeoutMs: 60_000 });
-    }, 60_000);
+      service = await spawnService({ DATA_DIR: dataDir });
+    });
     afterAll(async () => {
       await stop(service);
       fs.rmSync(dataDir, { recursive: true, force: true });
-    }, 30_000);
+    });
 
     it.each(ANSWERS)(
       'a neighbour that answers %s hears nothing past the startup message; the service answers 200 or 503, and serves again from another port',
@@ -179,8 +178,7 @@ async function expectACreate(baseUrl: string): Promise<void> {
               for (const status of answered) statuses.add(status);
               return answered.every((status) => status === 200) ? true : undefined;
             },
-            120_000,
-            100,
+            { everyMs: 100 },
           );
         });
         expect(service.child.exitCode).toBeNull();
@@ -189,15 +187,14 @@ async function expectACreate(baseUrl: string): Promise<void> {
         await expectACreate(service.baseUrl);
         expectNothingPastStartup(heard, dataDir);
       },
-      150_000,
     );
   },
 );
 
-/** Runs the service until it exits (or kills it after `ms`): its exit code and what it wrote to stderr. */
-async function exitOf(env: Record<string, string>, ms = 30_000): Promise<{ code: number | null; errors: string }> {
+/** Runs the service until it exits (or kills it after PATIENCE_MS): its exit code and what it wrote to stderr. */
+async function exitOf(env: Record<string, string>): Promise<{ code: number | null; errors: string }> {
   const service = await launchService(env);
-  const timer = setTimeout(() => service.child.kill('SIGKILL'), ms);
+  const timer = setTimeout(() => service.child.kill('SIGKILL'), PATIENCE_MS);
   const { code } = await service.exited;
   clearTimeout(timer);
   return { code, errors: service.errors() };
@@ -221,7 +218,7 @@ async function exitOf(env: Record<string, string>, ms = 30_000): Promise<{ code:
       expect.stringContaining(`is not safe to use as root: the link ${link} belongs to user ${NOBODY}`),
     ]);
     expect(fs.readdirSync(path.join(base, 'real'))).toEqual([]);
-  }, 60_000);
+  });
 
   it('in a directory another user may write to is refused, naming that directory', async () => {
     const open = path.join(base, 'open');
@@ -231,14 +228,14 @@ async function exitOf(env: Record<string, string>, ms = 30_000): Promise<{ code:
     const { code, errors } = await exitOf({ DATA_DIR: path.join(open, 'via', 'data') });
     expect(code).toBe(1);
     expect(errors).toContain(`is not safe to use as root: others may write to ${open}`);
-  }, 60_000);
+  });
 
   it('owned by root, in a directory only root can change, is followed: the service serves from its target', async () => {
     const link = path.join(base, 'via');
     fs.symlinkSync(path.join(base, 'real'), link);
-    const service = await spawnService({ DATA_DIR: path.join(link, 'data') }, { timeoutMs: 60_000 });
+    const service = await spawnService({ DATA_DIR: path.join(link, 'data') });
     service.child.kill('SIGTERM');
     expect((await service.exited).code).toBe(0);
     expect(fs.existsSync(path.join(base, 'real', 'data', 'postgres', 'PG_VERSION'))).toBe(true);
-  }, 60_000);
+  });
 });

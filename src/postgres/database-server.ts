@@ -16,7 +16,7 @@ export interface DatabaseServer {
   /**
    * The pg Client for connections to these URLs, which no server can crash (GuardedClient): for
    * the embedded server, one that authenticates only to that server, wherever it runs now
-   * (docs/decisions.md#proving-a-server-is-ours).
+   * (docs/running-as-root.md#proving-a-server-is-ours).
    */
   ServerClient: typeof Client;
   /** Stops the embedded PostgreSQL unless another process still uses it; nothing for an external database. */

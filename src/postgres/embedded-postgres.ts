@@ -31,7 +31,7 @@ export interface EmbeddedPostgres {
   readonly port: number;
   /**
    * pg's Client for every connection to this server, wherever it runs now: it authenticates only
-   * to a server proved to be ours (docs/decisions.md#proving-a-server-is-ours).
+   * to a server proved to be ours (docs/running-as-root.md#proving-a-server-is-ours).
    */
   ServerClient: typeof Client;
   /** Lets go of the server, and stops it (stopServer) when no other process uses it. */

@@ -73,7 +73,7 @@ describe('GET /bikes at 50,000 bikes: every page a range of an index', () => {
       [VENDORS, TYPES],
     );
     await db.query('ANALYZE bikes');
-  }, 120_000);
+  });
   afterAll(() => db.end());
 
   /** The plan of the first page, and of the page after `skip` bikes (read 240 at a time to get there). */

@@ -34,7 +34,7 @@ if (why) console.log(`pgbouncer.test.ts skipped: ${why}`);
       JWT_SECRET: randomBytes(32).toString('base64url'),
     });
     api = client(svc.baseUrl, await issueToken(svc.baseUrl));
-  }, 60_000);
+  });
   afterAll(async () => {
     svc?.child.kill('SIGTERM');
     await svc?.exited;
@@ -130,7 +130,7 @@ if (why) console.log(`pgbouncer.test.ts skipped: ${why}`);
     try {
       expect(events.status).toBe(200);
       const bike = await api.create(newBike());
-      await waitFor('the event', () => events.events.find((event) => event.data.includes(bike.id)), 15_000);
+      await waitFor('the event', () => events.events.find((event) => event.data.includes(bike.id)));
       expect(JSON.parse(events.events[0].data)).toMatchObject({ type: 'upsert', id: bike.id, bike });
     } finally {
       events.close();
@@ -149,7 +149,7 @@ if (why) console.log(`pgbouncer.test.ts skipped: ${why}`);
     beforeAll(async () => {
       direct = await createEmptyTestDatabase();
       bouncer = await startPgBouncer(direct);
-    }, 60_000);
+    });
     afterAll(async () => {
       for (const svc of services) svc.child.kill('SIGTERM');
       await Promise.all(services.map((svc) => svc.exited));
@@ -164,9 +164,7 @@ if (why) console.log(`pgbouncer.test.ts skipped: ${why}`);
         DATABASE_DIRECT_URL: '',
         JWT_SECRET: randomBytes(32).toString('base64url'),
       };
-      const started = await Promise.allSettled(
-        Array.from({ length: INSTANCES }, () => spawnService(env, { timeoutMs: 90_000 })),
-      );
+      const started = await Promise.allSettled(Array.from({ length: INSTANCES }, () => spawnService(env)));
       services = started.flatMap((result) => (result.status === 'fulfilled' ? [result.value] : []));
       expect(started.filter((result) => result.status === 'rejected')).toEqual([]);
 
@@ -188,6 +186,6 @@ if (why) console.log(`pgbouncer.test.ts skipped: ${why}`);
       } finally {
         await db.end();
       }
-    }, 150_000);
+    });
   },
 );
