@@ -81,6 +81,7 @@ export async function startService(config: Config, logger: Logger, tuning: Servi
   const connect = (name: string, url: string) => {
     const pool = connectPool(url, (err) => logger.warn({ err: err.message, pool: name }, 'database connection lost'), {
       ServerClient: databaseServer.ServerClient,
+      preparedStatements: config.preparedStatements,
     });
     watchPool(name, pool);
     pools.push(pool);
