@@ -215,6 +215,42 @@ describe('the embedded database’s rights and files', () => {
   });
 });
 
+describe('the secrets in DATA_DIR', () => {
+  it('after starts that make the role, find it made, and run with the server logging every statement, the secret files are 0600 (made so again), and neither postgres.log nor the service’s output holds a password or the signing secret, nor did any statement fail into the log', async () => {
+    const dataDir = tempDataDir('secrets-in-logs');
+    try {
+      const outputs: string[] = [];
+      const startAndStop = async (whileRunning: () => Promise<unknown> = async () => undefined) => {
+        const service = await spawnService({ DATA_DIR: dataDir });
+        await whileRunning();
+        await stop(service);
+        outputs.push(service.output());
+      };
+      await startAndStop();
+      // In force from the next start, whose setting of the role's password is then logged too.
+      await startAndStop(() => asSuperuser(dataDir, (db) => db.query("ALTER SYSTEM SET log_statement = 'all'")));
+      const secretFiles = ['postgres-password', 'postgres-app-password', 'jwt-secret'];
+      // As a copy without its modes would leave them: the start makes them the owner's only again.
+      for (const name of secretFiles) fs.chmodSync(path.join(dataDir, name), 0o644);
+      await startAndStop();
+
+      const secrets = secretFiles.map((name) => {
+        const file = path.join(dataDir, name);
+        expect({ name, mode: fs.statSync(file).mode & 0o777 }).toEqual({ name, mode: 0o600 });
+        return fs.readFileSync(file, 'utf8').trim();
+      });
+      const log = fs.readFileSync(path.join(dataDir, 'postgres.log'), 'utf8');
+      expect(log).toMatch(/LOG: {2}statement: /); // it did log every statement
+      expect(log).not.toMatch(/ERROR: /);
+      for (const text of [log, ...outputs]) {
+        expect(secrets.map((secret) => text.includes(secret))).toEqual(secrets.map(() => false));
+      }
+    } finally {
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+});
+
 describe('JWT_SECRET and JWT_SECRET_FILE', () => {
   let dir: string;
   beforeAll(() => {

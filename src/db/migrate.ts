@@ -1,7 +1,8 @@
 import { createHash, randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { Client } from 'pg';
+import type { Client } from 'pg';
+import { GuardedClient } from '../pg-client';
 import { ROLE_SETTINGS } from './pool';
 
 /**
@@ -109,7 +110,7 @@ export async function migrate(
   databaseUrl: string,
   log: (message: string) => void = () => undefined,
   migrations: Migration[] = readMigrations(),
-  ServerClient: typeof Client = Client,
+  ServerClient: typeof Client = GuardedClient,
 ): Promise<string[]> {
   const client = new ServerClient({ connectionString: databaseUrl });
   await client.connect();

@@ -1,7 +1,7 @@
 import net from 'node:net';
 import { setImmediate as afterPendingIo } from 'node:timers/promises';
 import {
-  Client,
+  type Client,
   type ClientBase,
   DatabaseError,
   Pool,
@@ -9,6 +9,7 @@ import {
   type QueryResult,
   type QueryResultRow,
 } from 'pg';
+import { GuardedClient } from '../pg-client';
 import { withinTime } from '../timeout';
 
 /** A query stuck on a half-dead connection must not hold a request forever. */
@@ -40,7 +41,7 @@ export interface PoolOptions {
   /** How long a query may run before its connection is closed; 30 s unless a test shortens it. */
   queryTimeoutMs?: number;
   preparedStatements?: PreparedStatements;
-  /** pg's Client, or one that connects only to a server it can prove is the one meant (the embedded server's). */
+  /** GuardedClient, or one that connects only to a server it can prove is the one meant (the embedded server's). */
   ServerClient?: typeof Client;
 }
 
@@ -140,7 +141,11 @@ function watchServer(
   onHang: (err: Error) => void,
 ): ServerWatch {
   const connections = new Set<PoolClient>();
-  pool.on('connect', (client) => connections.add(client));
+  let lastConnected = 0;
+  pool.on('connect', (client) => {
+    connections.add(client);
+    lastConnected = Date.now();
+  });
   pool.on('remove', (client) => connections.delete(client as PoolClient));
   let lastProgress = Date.now();
   /** When each connection checked out of the pool was, while it is. */
@@ -209,6 +214,13 @@ function watchServer(
     // A timer that fired late, after the event loop was held up, runs before the I/O that came
     // meanwhile: let that I/O run, then judge.
     await afterPendingIo();
+    if (!answered && !current.made && lastConnected > current.since) {
+      // The pool made a connection while this one was still being made: it was begun where the
+      // server no longer is (a port the embedded server left, now another's, who may never
+      // answer), or stalled; it says nothing of the server now: ask on a new one.
+      dropProbe();
+      return ask();
+    }
     if (answered) {
       try {
         await answer;
@@ -325,7 +337,7 @@ function decidePreparing(mode: PreparedStatements) {
 export function connectPool(
   databaseUrl: string,
   onError: (err: Error) => void,
-  { queryTimeoutMs = QUERY_TIMEOUT_MS, ServerClient = Client, preparedStatements = 'auto' }: PoolOptions = {},
+  { queryTimeoutMs = QUERY_TIMEOUT_MS, ServerClient = GuardedClient, preparedStatements = 'auto' }: PoolOptions = {},
 ): ServicePool {
   const pool = new Pool({
     Client: ServerClient,

@@ -98,6 +98,52 @@ if (why) console.log(`restore.test.ts skipped: ${why}`);
     await expectNoneHonoured(bike, held);
   });
 
+  it('while the database is dropped and made anew, before anything is restored into it, every request that needs it answers 503 (none 500), and the restored catalog is served again', async () => {
+    const bike = await api.create(newBike());
+    const file = await dump('catalog');
+    const { id, handle, ...fields } = bike;
+    const requests: Array<[string, string, unknown?]> = [
+      ['GET', '/readyz'],
+      ['GET', '/bikes/all'],
+      ['GET', '/bikes'],
+      ['GET', `/bikes/${id}`],
+      ['GET', `/bikes/by-handle/${handle}`],
+      ['GET', '/bikes/search/by-title?query=Hybrid'],
+      ['GET', '/bikes/changes'],
+      ['POST', '/bikes', newBike()],
+      ['PUT', `/bikes/${id}`, { id, handle, ...fields, title: 'Replaced while the catalog is away' }],
+      ['PATCH', `/bikes/${id}`, { title: 'Patched while the catalog is away' }],
+      ['DELETE', `/bikes/${id}`],
+    ];
+    const answers = async () =>
+      Promise.all(
+        requests.map(async ([method, route, body]) => {
+          const res = await api.request(method, route, { body });
+          await res.arrayBuffer();
+          return `${method} ${route.split('?')[0]} ${res.status}`;
+        }),
+      );
+
+    await admin('DROP DATABASE catalog WITH (FORCE)');
+    const whileDropped = await answers();
+    await admin('CREATE DATABASE catalog');
+    // Rounds a second apart: the first before the service has read anything of the new database.
+    const whileEmpty = [await answers()];
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    whileEmpty.push(await answers());
+    for (const round of [whileDropped, ...whileEmpty]) {
+      expect(round).toEqual(requests.map(([method, route]) => `${method} ${route.split('?')[0]} 503`));
+    }
+
+    await restore(file, 'catalog');
+    await waitFor(
+      'the service to serve the restored catalog',
+      async () => ((await api.request('GET', `/bikes/${id}`)).status === 200 ? true : undefined),
+      { everyMs: 100 },
+    );
+    expect((await api.request('GET', '/readyz')).status).toBe(200);
+  });
+
   it('into the database dropped and made anew under the running instance: no tag of before is honoured', async () => {
     const bike = await api.create(newBike());
     const file = await dump('catalog');
