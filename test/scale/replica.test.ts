@@ -155,6 +155,13 @@ async function pauseReplay(standby: Client): Promise<void> {
       await pauseReplay(standby);
       await api.request('PATCH', `/bikes/${bike.id}`, { body: { vendor: 'After' } });
       // Once the replica is further behind than the bound, reads show the write (from the primary).
+      // Seeing the write alone proves less: a replica read a busy machine left unanswered for its
+      // deadline is asked of the primary too.
+      await eventually('the lag to pass the bound', async () =>
+        valueOf(await readMetrics(baseUrl), 'db_replica_lag_seconds', {}) > MAX_REPLICA_LAG_MS / 1000
+          ? true
+          : undefined,
+      );
       const seen = await waitFor(
         'reads to see the write',
         async () => {
