@@ -1,4 +1,4 @@
-import { sql } from 'kysely';
+import { type RawBuilder, sql } from 'kysely';
 import { type Query, type ServicePool, writeOn } from '../db/pool';
 import { poolReads, type Reads } from '../db/replica';
 import { holds, type StateCondition, type WriteConditions } from '../http/preconditions';
@@ -91,6 +91,71 @@ function bikeValues(handle: string, fields: BikeFields) {
     maxPriceCurrencyCode: maxPrice.currencyCode,
   };
 }
+
+/** A whole bike's columns, for an INSERT ... SELECT. */
+const INSERTED_COLUMNS = [
+  'id',
+  'handle',
+  'title',
+  'product_type',
+  'created_at',
+  'description',
+  'vendor',
+  'available_for_sale',
+  'total_inventory',
+  'min_price_amount',
+  'min_price_currency_code',
+  'max_price_amount',
+  'max_price_currency_code',
+] as const;
+
+/** The values of INSERTED_COLUMNS, from a bike's parameters, in their order. */
+const insertedValues = (p: { id: RawBuilder<string> } & BikeParams) => [
+  p.id.as('id'),
+  p.handle.as('handle'),
+  p.title.as('title'),
+  p.productType.as('product_type'),
+  p.createdAt.as('created_at'),
+  p.description.as('description'),
+  p.vendor.as('vendor'),
+  p.availableForSale.as('available_for_sale'),
+  p.totalInventory.as('total_inventory'),
+  p.minPriceAmount.as('min_price_amount'),
+  p.minPriceCurrencyCode.as('min_price_currency_code'),
+  p.maxPriceAmount.as('max_price_amount'),
+  p.maxPriceCurrencyCode.as('max_price_currency_code'),
+];
+
+/**
+ * Who writes, as the change log records it (docs/decisions.md#who-changed-what): a token's
+ * subject (null: none) and, when someone vouches for it, the token's issuer. A Caller is one.
+ */
+export interface Writer {
+  subject: string | null;
+  issuer?: string;
+}
+
+/** The parameter of the writer: `{subject, issuer}`, the text[] the change log's triggers read. */
+const writerParams = () => ({ writer: param<(string | null)[]>() });
+
+/** `writer`'s value: U+0000, which PostgreSQL text cannot hold, as U+FFFD. */
+const writerValue = ({ subject, issuer }: Writer) => [
+  subject === null ? null : subject.replaceAll('\u0000', '\uFFFD'),
+  issuer ?? null,
+];
+
+/**
+ * A write's first step: the writer set for its transaction alone (is_local), where the change
+ * log's triggers read it (the migration change_writers). The write draws its rows from this
+ * CTE (INSERT ... SELECT ... FROM writer, UPDATE ... FROM writer, DELETE ... USING writer), so the
+ * setting is made before any row changes, whatever plan runs it, in the same statement: one round
+ * trip, and through a pooler in transaction mode too.
+ */
+const asWriter = ({ writer }: ReturnType<typeof writerParams>) =>
+  kysely.with(
+    (cte) => cte('writer').materialized(),
+    () => sql<{ set: string }>`(SELECT set_config('bike_catalog.writer', ${writer}::text[]::text, true) AS set)`,
+  );
 
 /** The values of the fields a patch carries; null for each it leaves as it is. */
 function patchValues(patch: BikePatch) {
@@ -200,37 +265,48 @@ export const statements = {
       )
       .selectAll(),
   ),
-  insert: prepare({ id: param<string>(), ...bikeParams() }, (p) =>
-    kysely
+  insert: prepare({ id: param<string>(), ...bikeParams(), ...writerParams() }, (p) =>
+    asWriter(p)
       .insertInto('bikes')
-      .values({ id: p.id, ...bikeColumns(p) })
+      .columns(INSERTED_COLUMNS)
+      .expression((eb) => eb.selectFrom('writer').select(insertedValues(p)))
       .returning(STORED_COLUMNS),
   ),
   /**
    * PUT without If-Match: one INSERT ... ON CONFLICT (id) DO UPDATE, so a replaced bike keeps its
    * place (seq); under If-None-Match tags, the update only from another state.
    */
-  upsert: prepare({ id: param<string>(), ...bikeParams(), ifNoneMatch: param<string[] | null>() }, (p) =>
-    kysely
-      .insertInto('bikes')
-      .values({ id: p.id, ...bikeColumns(p) })
-      .onConflict((conflict) =>
-        conflict
-          .column('id')
-          .doUpdateSet(bikeColumns(p))
-          .where(sql<boolean>`(${p.ifNoneMatch}::text[] IS NULL OR ${STATE} <> ALL(${p.ifNoneMatch}::text[]))`),
-      )
-      .returning(STORED_COLUMNS),
+  upsert: prepare(
+    { id: param<string>(), ...bikeParams(), ifNoneMatch: param<string[] | null>(), ...writerParams() },
+    (p) =>
+      asWriter(p)
+        .insertInto('bikes')
+        .columns(INSERTED_COLUMNS)
+        .expression((eb) => eb.selectFrom('writer').select(insertedValues(p)))
+        .onConflict((conflict) =>
+          conflict
+            .column('id')
+            .doUpdateSet(bikeColumns(p))
+            .where(sql<boolean>`(${p.ifNoneMatch}::text[] IS NULL OR ${STATE} <> ALL(${p.ifNoneMatch}::text[]))`),
+        )
+        .returning(STORED_COLUMNS),
   ),
   /** PUT with If-Match: only over a bike that is there, in a state the conditions allow. */
-  replace: prepare({ id: param<string>(), ...bikeParams(), ...conditionParams() }, (p) =>
-    kysely.updateTable('bikes').set(bikeColumns(p)).where('id', '=', p.id).where(meets(p)).returning(STORED_COLUMNS),
+  replace: prepare({ id: param<string>(), ...bikeParams(), ...conditionParams(), ...writerParams() }, (p) =>
+    asWriter(p)
+      .updateTable('bikes')
+      .from('writer')
+      .set(bikeColumns(p))
+      .where('id', '=', p.id)
+      .where(meets(p))
+      .returning(STORED_COLUMNS),
   ),
   /** PUT with If-None-Match: *: only where there is no bike (the primary key refuses the rest). */
-  insertOnly: prepare({ id: param<string>(), ...bikeParams() }, (p) =>
-    kysely
+  insertOnly: prepare({ id: param<string>(), ...bikeParams(), ...writerParams() }, (p) =>
+    asWriter(p)
       .insertInto('bikes')
-      .values({ id: p.id, ...bikeColumns(p) })
+      .columns(INSERTED_COLUMNS)
+      .expression((eb) => eb.selectFrom('writer').select(insertedValues(p)))
       .onConflict((conflict) => conflict.column('id').doNothing())
       .returning(STORED_COLUMNS),
   ),
@@ -238,9 +314,10 @@ export const statements = {
    * PATCH: the given columns, each null one as it is (no field of a bike can be null), so
    * concurrent patches of other fields are kept: each SET reads the row as the update finds it.
    */
-  patch: prepare({ id: param<string>(), ...patchParams(), ...conditionParams() }, (p) =>
-    kysely
+  patch: prepare({ id: param<string>(), ...patchParams(), ...conditionParams(), ...writerParams() }, (p) =>
+    asWriter(p)
       .updateTable('bikes')
+      .from('writer')
       .set((eb) => ({
         handle: eb.fn.coalesce(p.handle, 'bikes.handle'),
         title: eb.fn.coalesce(p.title, 'bikes.title'),
@@ -259,8 +336,8 @@ export const statements = {
       .where(meets(p))
       .returning(STORED_COLUMNS),
   ),
-  delete: prepare({ id: param<string>(), ...conditionParams() }, (p) =>
-    kysely.deleteFrom('bikes').where('id', '=', p.id).where(meets(p)).returning('bikes.id'),
+  delete: prepare({ id: param<string>(), ...conditionParams(), ...writerParams() }, (p) =>
+    asWriter(p).deleteFrom('bikes').using('writer').where('id', '=', p.id).where(meets(p)).returning('bikes.id'),
   ),
   /**
    * A create under an Idempotency-Key, in one statement (docs/decisions.md#idempotency-keys):
@@ -278,9 +355,10 @@ export const statements = {
       response: param<string>(),
       id: param<string>(),
       ...bikeParams(),
+      ...writerParams(),
     },
     (p) =>
-      kysely
+      asWriter(p)
         .with(
           (cte) => cte('lock').materialized(),
           () =>
@@ -304,42 +382,8 @@ export const statements = {
         .with('created', (db) =>
           db
             .insertInto('bikes')
-            .columns([
-              'id',
-              'handle',
-              'title',
-              'product_type',
-              'created_at',
-              'description',
-              'vendor',
-              'available_for_sale',
-              'total_inventory',
-              'min_price_amount',
-              'min_price_currency_code',
-              'max_price_amount',
-              'max_price_currency_code',
-              'version',
-            ])
-            .expression(
-              db
-                .selectFrom('claimed')
-                .select([
-                  p.id.as('id'),
-                  p.handle.as('handle'),
-                  p.title.as('title'),
-                  p.productType.as('product_type'),
-                  p.createdAt.as('created_at'),
-                  p.description.as('description'),
-                  p.vendor.as('vendor'),
-                  p.availableForSale.as('available_for_sale'),
-                  p.totalInventory.as('total_inventory'),
-                  p.minPriceAmount.as('min_price_amount'),
-                  p.minPriceCurrencyCode.as('min_price_currency_code'),
-                  p.maxPriceAmount.as('max_price_amount'),
-                  p.maxPriceCurrencyCode.as('max_price_currency_code'),
-                  'claimed.bike_version',
-                ]),
-            )
+            .columns([...INSERTED_COLUMNS, 'version'])
+            .expression(db.selectFrom(['claimed', 'writer']).select([...insertedValues(p), 'claimed.bike_version']))
             .returning(STORED_COLUMNS),
         )
         .selectFrom('created')
@@ -421,8 +465,10 @@ export function createBikeRepository({ writes, reads = poolReads(writes) }: { wr
     current,
 
     /** One INSERT ... RETURNING. */
-    create: async (id: string, handle: string, fields: BikeFields): Promise<StoredBike> =>
-      stored((await statements.insert.run(write, { id, ...bikeValues(handle, fields) }))[0]),
+    create: async (writer: Writer, id: string, handle: string, fields: BikeFields): Promise<StoredBike> =>
+      stored(
+        (await statements.insert.run(write, { id, ...bikeValues(handle, fields), writer: writerValue(writer) }))[0],
+      ),
 
     /**
      * Creates the bike once for a client's Idempotency-Key (docs/decisions.md#idempotency-keys),
@@ -431,6 +477,7 @@ export function createBikeRepository({ writes, reads = poolReads(writes) }: { wr
      * `in-flight`. A statement that does not commit leaves neither key nor bike.
      */
     async createOnce(
+      writer: Writer,
       request: { client: string; key: string; fingerprint: string; response: string },
       create: { id: string; handle: string; fields: BikeFields },
     ): Promise<CreateOnceOutcome> {
@@ -438,6 +485,7 @@ export function createBikeRepository({ writes, reads = poolReads(writes) }: { wr
         ...request,
         id: create.id,
         ...bikeValues(create.handle, create.fields),
+        writer: writerValue(writer),
       });
       if (created) return { kind: 'created', stored: stored(created) };
       // Not claimed: a key seen before, or one whose first request has not committed yet.
@@ -531,12 +579,13 @@ export function createBikeRepository({ writes, reads = poolReads(writes) }: { wr
      * refuses when the bike is there. No other write comes between the check and the write.
      */
     async replace(
+      writer: Writer,
       id: string,
       handle: string,
       fields: BikeFields,
       when: WriteConditions = {},
     ): Promise<StoredBike | typeof PRECONDITION_FAILED> {
-      const bike = { id, ...bikeValues(handle, fields) };
+      const bike = { id, ...bikeValues(handle, fields), writer: writerValue(writer) };
       const { ifMatch, ifNoneMatch } = when;
       let rows: StoredRow[];
       if (ifMatch && ifNoneMatch?.any) return PRECONDITION_FAILED; // a bike that both exists and does not
@@ -560,6 +609,7 @@ export function createBikeRepository({ writes, reads = poolReads(writes) }: { wr
      * apart by a look at the bike: the happy path costs one round trip.
      */
     async patch(
+      writer: Writer,
       id: string,
       patch: BikePatch,
       when: WriteConditions = {},
@@ -573,6 +623,7 @@ export function createBikeRepository({ writes, reads = poolReads(writes) }: { wr
       const rows = await statements.patch.run(write, {
         id,
         ...values,
+        writer: writerValue(writer),
         ifMatch: when.ifMatch?.any ? null : statesParam(when.ifMatch),
         ifNoneMatch: statesParam(when.ifNoneMatch),
       });
@@ -580,10 +631,15 @@ export function createBikeRepository({ writes, reads = poolReads(writes) }: { wr
     },
 
     /** False when there was no such bike (one DELETE ... RETURNING, its conditions in its WHERE). */
-    async delete(id: string, when: WriteConditions = {}): Promise<boolean | typeof PRECONDITION_FAILED> {
+    async delete(
+      writer: Writer,
+      id: string,
+      when: WriteConditions = {},
+    ): Promise<boolean | typeof PRECONDITION_FAILED> {
       if (when.ifNoneMatch?.any) return (await judged(await current(id), when)) === null ? false : PRECONDITION_FAILED;
       const rows = await statements.delete.run(write, {
         id,
+        writer: writerValue(writer),
         ifMatch: when.ifMatch?.any ? null : statesParam(when.ifMatch),
         ifNoneMatch: statesParam(when.ifNoneMatch),
       });

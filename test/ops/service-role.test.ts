@@ -168,6 +168,8 @@ describe("the service's role, migrated with a role of its own (docs/decisions.md
       'DELETE FROM catalog_version_slots',
       'DELETE FROM bike_changes',
       "UPDATE bike_changes SET kind = 'delete'",
+      "UPDATE bike_changes SET changed_by = 'someone else', changed_by_proven = true",
+      'CREATE OR REPLACE FUNCTION bike_change_writer(OUT changed_by text, OUT changed_by_proven boolean, OUT changed_by_issuer text) LANGUAGE sql AS $$ SELECT NULL::text, true, NULL::text $$',
       "INSERT INTO bike_changes (txid, writer_txid, kind, bike_id) VALUES (1, 1, 'delete', gen_random_uuid())",
       'UPDATE bike_changes_pruning SET horizon_txid = 0',
       "SELECT setval('bike_changes_change_id_seq', 1)",
@@ -203,10 +205,16 @@ describe("the service's role, migrated with a role of its own (docs/decisions.md
        VALUES (gen_random_uuid(), 'h2', 't', 'p', 'c', 'd', 'v', true, 1, 1, 'EUR', 2, 'EUR') RETURNING id`,
     );
     await asService.query('DELETE FROM bikes WHERE id = $1', [rows[0].id]);
-    const logged = await asService.query('SELECT kind FROM bike_changes WHERE bike_id = $1 ORDER BY txid, change_id', [
-      rows[0].id,
+    const logged = await asService.query(
+      `SELECT kind, changed_by, changed_by_proven FROM bike_changes WHERE bike_id = $1 ORDER BY txid, change_id`,
+      [rows[0].id],
+    );
+    // By SQL, so the writer is the role (docs/decisions.md#who-changed-what).
+    const writer = { changed_by: `sql:${asService.user}`, changed_by_proven: true };
+    expect(logged.rows).toEqual([
+      { kind: 'create', ...writer },
+      { kind: 'delete', ...writer },
     ]);
-    expect(logged.rows.map((row) => row.kind)).toEqual(['create', 'delete']);
     const pruned = await asService.query(`SELECT * FROM prune_bike_changes(now() - interval '30 days', 100)`);
     expect(pruned.rows).toHaveLength(1);
   });
