@@ -106,7 +106,10 @@ export function eventStreams(limits: AbuseLimits, { maxStreams, heartbeatMs }: E
     /** A stream for this request, if this client's streams (429), then this instance's (503), allow one more. */
     async admit(ctx: Koa.Context): Promise<void> {
       await limits.check(ctx, 'eventStreams');
-      if (admitted >= maxStreams) throw new HttpError(503);
+      if (admitted >= maxStreams) {
+        const why = new Error(`this instance has its ${maxStreams} event streams open (MAX_EVENT_STREAMS)`);
+        throw new HttpError(503, {}, { cause: why });
+      }
       admitted++;
       ctx.res.once('close', () => admitted--);
     },

@@ -1,3 +1,4 @@
+import net from 'node:net';
 import type Koa from 'koa';
 import type { Admission, SharedLimit } from '../db/rate-limits';
 import { HttpError } from './errors';
@@ -12,8 +13,32 @@ export interface StreamLimits {
 }
 
 /**
- * The abuse limits, per client (its address: ctx.ip, which TRUST_PROXY may take from
- * X-Forwarded-For): tokens and writes per minute, counted over all instances (rate-limits.ts);
+ * The client a request is counted against (docs/decisions.md#trusted-proxies): its address
+ * (ctx.ip, which TRUST_PROXY takes from X-Forwarded-For; an entry there that is no address is
+ * none, and the connection's peer is counted instead), an IPv6 address by its /64, the block one
+ * host is given, and an IPv4-mapped one as the IPv4 address it is.
+ */
+export function clientOf(ctx: Koa.Context): string {
+  const address = net.isIP(ctx.ip) ? ctx.ip : (ctx.socket.remoteAddress ?? '');
+  if (!net.isIPv6(address)) return address;
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
+  if (mapped) return mapped[1];
+  return `${ipv6Groups(address).slice(0, 4).join(':')}::/64`;
+}
+
+/** The eight groups of an IPv6 address, without leading zeros ('::' expanded, a zone or a dotted tail read). */
+function ipv6Groups(address: string): string[] {
+  const groupsOf = (part: string) =>
+    part === '' ? [] : part.split(':').flatMap((group) => (group.includes('.') ? ['0', '0'] : [group]));
+  const [head, tail] = address.split('%')[0].split('::');
+  const left = groupsOf(head);
+  const right = tail === undefined ? [] : groupsOf(tail);
+  const zeros: string[] = Array(8 - left.length - right.length).fill('0');
+  return [...left, ...zeros, ...right].map((group) => parseInt(group, 16).toString(16));
+}
+
+/**
+ * The abuse limits, per client (clientOf): tokens and writes per minute, counted over all instances (rate-limits.ts);
  * list streams and event streams at once, counted here, as each holds this instance's connection
  * and memory. Over a limit: 429 with Retry-After; every answer of a route limited per minute,
  * errors included, carries the IETF draft's RateLimit-Policy and RateLimit headers (a refused
@@ -27,7 +52,7 @@ export function abuseLimits(rates: { tokens: SharedLimit; writes: SharedLimit },
 
   async function consume(ctx: Koa.Context, name: 'tokens' | 'writes'): Promise<void> {
     const limit = rates[name];
-    const admission = await limit.admit(ctx.ip);
+    const admission = await limit.admit(clientOf(ctx));
     if (!admission.admitted) {
       throw new HttpError(429, { ...headers(name, limit, admission), 'Retry-After': String(admission.resetSeconds) });
     }
@@ -38,7 +63,7 @@ export function abuseLimits(rates: { tokens: SharedLimit; writes: SharedLimit },
   function atOnce(max: number) {
     const open = new Map<string, number>();
     return (ctx: Koa.Context): void => {
-      const client = ctx.ip;
+      const client = clientOf(ctx);
       const count = open.get(client) ?? 0;
       if (count >= max) throw new HttpError(429, { 'Retry-After': '1' });
       open.set(client, count + 1);
