@@ -18,7 +18,7 @@ export interface StreamLimits {
  * none, and the connection's peer is counted instead), an IPv6 address by its /64, the block one
  * host is given, and an IPv4-mapped one as the IPv4 address it is.
  */
-export function clientOf(ctx: Koa.Context): string {
+function clientOf(ctx: Koa.Context): string {
   const address = net.isIP(ctx.ip) ? ctx.ip : (ctx.socket.remoteAddress ?? '');
   if (!net.isIPv6(address)) return address;
   const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
