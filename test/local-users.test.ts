@@ -6,7 +6,7 @@ import { serverUser } from '../src/postgres/server-user';
 import { isStartupMessageOnly, type Neighbour, neighbourListeningOn, NOBODY } from './support/neighbour';
 import { freePort, launchService, spawnService } from './support/process';
 import { tempDataDir } from './support/temp-dir';
-import { waitFor } from './support/wait';
+import { PATIENCE_MS, waitFor } from './support/wait';
 
 /**
  * As root, beside other local users (issue 24): what a user who is neither root nor the server
@@ -41,12 +41,8 @@ async function crash(dataDir: string): Promise<void> {
   const children = fs.readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').split(' ').filter(Boolean).map(Number);
   process.kill(pid, 'SIGKILL');
   // Its children leave once they see it gone; until then they hold the cluster's shared memory.
-  await waitFor(
-    'the crashed server’s processes to go',
-    () => ([pid, ...children].some(isAlive) ? undefined : true),
-    15_000,
-  );
-  await waitFor('the crashed server to be reaped', () => (fs.existsSync(`/proc/${pid}`) ? undefined : true), 15_000);
+  await waitFor('the crashed server’s processes to go', () => ([pid, ...children].some(isAlive) ? undefined : true));
+  await waitFor('the crashed server to be reaped', () => (fs.existsSync(`/proc/${pid}`) ? undefined : true));
 }
 
 /** The superuser's password of `dataDir`'s cluster: compared with what a neighbour heard, never printed. */
@@ -111,7 +107,6 @@ function expectNothingPastStartup(heard: Buffer[], dataDir: string): void {
         fs.rmSync(dataDir, { recursive: true, force: true });
       }
     },
-    120_000,
   );
 
   it('a neighbour that takes the port the server is about to start on hears no password, and the start fails with one line', async () => {
@@ -127,13 +122,13 @@ function expectNothingPastStartup(heard: Buffer[], dataDir: string): void {
     } finally {
       fs.rmSync(dataDir, { recursive: true, force: true });
     }
-  }, 60_000);
+  });
 });
 
-/** Runs the service until it exits (or kills it after `ms`): its exit code and what it wrote to stderr. */
-async function exitOf(env: Record<string, string>, ms = 30_000): Promise<{ code: number | null; errors: string }> {
+/** Runs the service until it exits (or kills it after PATIENCE_MS): its exit code and what it wrote to stderr. */
+async function exitOf(env: Record<string, string>): Promise<{ code: number | null; errors: string }> {
   const service = await launchService(env);
-  const timer = setTimeout(() => service.child.kill('SIGKILL'), ms);
+  const timer = setTimeout(() => service.child.kill('SIGKILL'), PATIENCE_MS);
   const { code } = await service.exited;
   clearTimeout(timer);
   return { code, errors: service.errors() };
@@ -157,7 +152,7 @@ async function exitOf(env: Record<string, string>, ms = 30_000): Promise<{ code:
       expect.stringContaining(`is not safe to use as root: the link ${link} belongs to user ${NOBODY}`),
     ]);
     expect(fs.readdirSync(path.join(base, 'real'))).toEqual([]);
-  }, 60_000);
+  });
 
   it('in a directory another user may write to is refused, naming that directory', async () => {
     const open = path.join(base, 'open');
@@ -167,14 +162,14 @@ async function exitOf(env: Record<string, string>, ms = 30_000): Promise<{ code:
     const { code, errors } = await exitOf({ DATA_DIR: path.join(open, 'via', 'data') });
     expect(code).toBe(1);
     expect(errors).toContain(`is not safe to use as root: others may write to ${open}`);
-  }, 60_000);
+  });
 
   it('owned by root, in a directory only root can change, is followed: the service serves from its target', async () => {
     const link = path.join(base, 'via');
     fs.symlinkSync(path.join(base, 'real'), link);
-    const service = await spawnService({ DATA_DIR: path.join(link, 'data') }, { timeoutMs: 60_000 });
+    const service = await spawnService({ DATA_DIR: path.join(link, 'data') });
     service.child.kill('SIGTERM');
     expect((await service.exited).code).toBe(0);
     expect(fs.existsSync(path.join(base, 'real', 'data', 'postgres', 'PG_VERSION'))).toBe(true);
-  }, 60_000);
+  });
 });

@@ -14,8 +14,10 @@ import { isWellFormedPath } from './path-matching';
 export function methodNotAllowed(): Koa.Middleware {
   return async (ctx, next) => {
     await next();
+    // Every answered request passes here: the common case leaves before any work.
+    if (ctx.status !== 404 || ctx.body != null) return;
     const matched = ((ctx as unknown as RouterContext).matched ?? []).filter((layer) => layer.methods.length > 0);
-    if (ctx.status !== 404 || ctx.body != null || matched.length === 0 || !isWellFormedPath(ctx.path)) return;
+    if (matched.length === 0 || !isWellFormedPath(ctx.path)) return;
     const allowed = [...new Set(matched.flatMap((layer) => layer.methods))];
     const allow = allowed.join(', ');
     if (ctx.method === 'OPTIONS') {

@@ -5,6 +5,7 @@ import { type BrowserContext, chromium, type Page } from 'playwright-core';
 import { API_ROUTES } from '../../src/api';
 import { spawnService, type ServiceProcess } from '../support/process';
 import { tempDataDir } from '../support/temp-dir';
+import { PATIENCE_MS } from '../support/wait';
 
 /**
  * GET /docs opened in a real headless Chromium (Debian's package, driven by playwright-core),
@@ -35,7 +36,7 @@ describe('GET /docs in headless Chromium', () => {
     if (process.env.DOCS_BASE_URL) {
       baseUrl = process.env.DOCS_BASE_URL.replace(/\/$/, '');
     } else {
-      service = await spawnService({ DATA_DIR: path.join(scratch, 'data') }, { timeoutMs: 90_000 });
+      service = await spawnService({ DATA_DIR: path.join(scratch, 'data') });
       baseUrl = service.baseUrl;
     }
     // A fresh profile each run (Playwright passes it to Chromium as --user-data-dir, and adds --headless).
@@ -70,8 +71,8 @@ describe('GET /docs in headless Chromium', () => {
     await page
       .locator('.opblock')
       .nth(OPERATIONS.length - 1)
-      .waitFor({ timeout: 30_000 });
-  }, 120_000);
+      .waitFor({ timeout: PATIENCE_MS });
+  });
 
   afterAll(async () => {
     await browser?.close();
@@ -80,7 +81,7 @@ describe('GET /docs in headless Chromium', () => {
       await service.exited;
     }
     fs.rmSync(scratch, { recursive: true, force: true });
-  }, 30_000);
+  });
 
   it('lists exactly the operations the service declares', async () => {
     const listed = await page.$$eval('.opblock-summary', (summaries) =>

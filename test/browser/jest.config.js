@@ -9,5 +9,6 @@ module.exports = {
   roots: ['<rootDir>/test/browser'],
   testMatch: ['**/*.browser.ts'],
   ...require('../support/jest-transform'),
-  testTimeout: 120_000,
+  // A guard against a hang only, as in jest.config.js.
+  testTimeout: 600_000,
 };

@@ -28,7 +28,7 @@ describe("client/README.md's sync script", () => {
     npm(['install', CLIENT], project);
     const script = codeBlock(GUIDE, "## A shop's sync script", 'js');
     fs.writeFileSync(path.join(project, 'sync.mjs'), script.replaceAll('http://localhost:3000', svc.baseUrl));
-  }, 60_000);
+  });
   afterAll(async () => {
     await svc.stop();
     fs.rmSync(home, { recursive: true, force: true });
@@ -54,8 +54,7 @@ describe("client/README.md's sync script", () => {
           ? true
           : undefined;
       },
-      60_000,
-      200,
+      { everyMs: 200 },
     );
 
   it('keeps catalog.json in step, and goes on from where it stood after a restart', async () => {
@@ -78,5 +77,5 @@ describe("client/README.md's sync script", () => {
     } finally {
       await stopped(sync);
     }
-  }, 120_000);
+  });
 });

@@ -138,7 +138,9 @@ describe('who changed what', () => {
     const session = new Client({ connectionString: svc.databaseUrl });
     await session.connect();
     try {
-      const query = session.query.bind(session) as Parameters<typeof statements.insert.run>[0];
+      const query = ((text: string, values: unknown[]) => session.query(text, values)) as Parameters<
+        typeof statements.insert.run
+      >[0];
       const id = randomUUID();
       const { priceRange, ...fields } = newBike();
       const [written] = await statements.insert.run(query, {

@@ -88,7 +88,7 @@ export async function neighbourListeningOn(port: number, asks: 'cleartext' | 'sc
     }
   });
   const exited = new Promise((resolve) => child.once('exit', resolve));
-  await waitFor(`a neighbour listening on port ${port}`, () => (listening ? true : undefined), 10_000);
+  await waitFor(`a neighbour listening on port ${port}`, () => (listening ? true : undefined));
   return {
     async stop() {
       child.kill('SIGKILL');
