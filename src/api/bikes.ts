@@ -115,7 +115,11 @@ export const createBike = operation({
     const path = `/bikes/${create.id}`;
     const key = headers['idempotency-key'];
     if (key === undefined) {
-      return sendWritten(ctx, tags, await writing(path, onPrimary.create(create.id, create.handle, create.fields)));
+      return sendWritten(
+        ctx,
+        tags,
+        await writing(path, onPrimary.create(callerOf(ctx), create.id, create.handle, create.fields)),
+      );
     }
     // The fields as checked (unknown ones dropped), in the schema's order.
     const request = {
@@ -124,7 +128,7 @@ export const createBike = operation({
       fingerprint: createHash('sha256').update(JSON.stringify(body)).digest('base64url'),
       response: bikeJson({ id: create.id, handle: create.handle, ...create.fields }),
     };
-    const outcome = await writing(path, onPrimary.createOnce(request, create));
+    const outcome = await writing(path, onPrimary.createOnce(callerOf(ctx), request, create));
     switch (outcome.kind) {
       case 'created':
         return sendWritten(ctx, tags, outcome.stored);
@@ -167,7 +171,11 @@ export const replaceBike = operation({
   meanings: { 404: 'Not a UUID, malformed JSON, or a body that fails validation.' },
   async handle(ctx, { body }, { id, conditions }, { onPrimary, tags }) {
     const { id: _ignored, handle, ...fields } = body;
-    sendWritten(ctx, tags, await writing(`/bikes/${id}`, onPrimary.replace(id, handle, fields, conditions)));
+    sendWritten(
+      ctx,
+      tags,
+      await writing(`/bikes/${id}`, onPrimary.replace(callerOf(ctx), id, handle, fields, conditions)),
+    );
   },
 });
 
@@ -202,7 +210,11 @@ export const updateBike = operation({
   },
   meanings: { 400: 'A field has the wrong type, or the JSON is malformed. Nothing changes.' },
   async handle(ctx, { body }, { id, conditions }, { onPrimary, tags }) {
-    sendWritten(ctx, tags, (await writing(`/bikes/${id}`, onPrimary.patch(id, body, conditions))) ?? notFound());
+    sendWritten(
+      ctx,
+      tags,
+      (await writing(`/bikes/${id}`, onPrimary.patch(callerOf(ctx), id, body, conditions))) ?? notFound(),
+    );
   },
 });
 
@@ -218,7 +230,7 @@ export const deleteBike = operation({
   preconditions: true,
   ok: { description: 'The id of the deleted bike', schema: ref('DeletedBike'), example: { id: EXAMPLE_BIKE.id } },
   async handle(ctx, _input, { id, conditions }, { onPrimary }) {
-    const deleted = await writing(`/bikes/${id}`, onPrimary.delete(id, conditions));
+    const deleted = await writing(`/bikes/${id}`, onPrimary.delete(callerOf(ctx), id, conditions));
     if (deleted === PRECONDITION_FAILED) throw new HttpError(412);
     if (!deleted) notFound();
     ctx.body = { id };

@@ -50,6 +50,37 @@ const STATE = sql<string>`(bikes.version::text || '.' || bikes.xmin::text)`;
 /** A bike's columns and its state: what every single-bike read and every write returns. */
 const STORED_COLUMNS = [...BIKE_COLUMNS, STATE.as('state')] as const;
 
+/**
+ * Who writes, as the change log records it (docs/decisions.md#who-changed-what): a token's
+ * subject (null: none) and, when someone vouches for it, the token's issuer. A Caller is one.
+ */
+export interface Writer {
+  subject: string | null;
+  issuer?: string;
+}
+
+/** The parameter of the writer: `{subject, issuer}`, the text[] the change log's triggers read. */
+const writerParams = () => ({ writer: param<(string | null)[]>() });
+
+/** `writer`'s value: U+0000, which PostgreSQL text cannot hold, as U+FFFD. */
+const writerValue = ({ subject, issuer }: Writer) => [
+  subject === null ? null : subject.replaceAll('\u0000', '\uFFFD'),
+  issuer ?? null,
+];
+
+/**
+ * A write's first step: the writer set for its transaction alone (is_local), where the change
+ * log's triggers read it (the migration change_writers). The write draws its rows from this
+ * CTE (INSERT ... SELECT ... FROM writer, UPDATE ... FROM writer, DELETE ... USING writer), so the
+ * setting is made before any row changes, whatever plan runs it, in the same statement: one round
+ * trip, and through a pooler in transaction mode too.
+ */
+const asWriter = ({ writer }: ReturnType<typeof writerParams>) =>
+  kysely.with(
+    (cte) => cte('writer').materialized(),
+    () => sql<{ set: string }>`(SELECT set_config('bike_catalog.writer', ${writer}::text[]::text, true) AS set)`,
+  );
+
 /** The parameters of a write's preconditions: the states it may find the bike in, and may not (null: any). */
 const conditionParams = () => ({ ifMatch: param<string[] | null>(), ifNoneMatch: param<string[] | null>() });
 
@@ -123,20 +154,22 @@ export const statements = {
       )
       .selectAll(),
   ),
-  insert: prepare(bikeParams(), (p) =>
-    kysely
+  insert: prepare({ ...bikeParams(), ...writerParams() }, (p) =>
+    asWriter(p)
       .insertInto('bikes')
-      .values({ id: p.id, ...setColumns(p) })
+      .columns(['id', ...WRITTEN_COLUMNS])
+      .expression((eb) => eb.selectFrom('writer').select([p.id.as('id'), ...paramsAsColumns(p)]))
       .returning(STORED_COLUMNS),
   ),
   /**
    * PUT without If-Match: one INSERT ... ON CONFLICT (id) DO UPDATE, so a replaced bike keeps its
    * place (seq); under If-None-Match tags, the update only from another state.
    */
-  upsert: prepare({ ...bikeParams(), ifNoneMatch: param<string[] | null>() }, (p) =>
-    kysely
+  upsert: prepare({ ...bikeParams(), ifNoneMatch: param<string[] | null>(), ...writerParams() }, (p) =>
+    asWriter(p)
       .insertInto('bikes')
-      .values({ id: p.id, ...setColumns(p) })
+      .columns(['id', ...WRITTEN_COLUMNS])
+      .expression((eb) => eb.selectFrom('writer').select([p.id.as('id'), ...paramsAsColumns(p)]))
       .onConflict((conflict) =>
         conflict
           .column('id')
@@ -146,14 +179,21 @@ export const statements = {
       .returning(STORED_COLUMNS),
   ),
   /** PUT with If-Match: only over a bike that is there, in a state the conditions allow. */
-  replace: prepare({ ...bikeParams(), ...conditionParams() }, (p) =>
-    kysely.updateTable('bikes').set(setColumns(p)).where('id', '=', p.id).where(meets(p)).returning(STORED_COLUMNS),
+  replace: prepare({ ...bikeParams(), ...conditionParams(), ...writerParams() }, (p) =>
+    asWriter(p)
+      .updateTable('bikes')
+      .from('writer')
+      .set(setColumns(p))
+      .where('id', '=', p.id)
+      .where(meets(p))
+      .returning(STORED_COLUMNS),
   ),
   /** PUT with If-None-Match: *: only where there is no bike (the primary key refuses the rest). */
-  insertOnly: prepare(bikeParams(), (p) =>
-    kysely
+  insertOnly: prepare({ ...bikeParams(), ...writerParams() }, (p) =>
+    asWriter(p)
       .insertInto('bikes')
-      .values({ id: p.id, ...setColumns(p) })
+      .columns(['id', ...WRITTEN_COLUMNS])
+      .expression((eb) => eb.selectFrom('writer').select([p.id.as('id'), ...paramsAsColumns(p)]))
       .onConflict((conflict) => conflict.column('id').doNothing())
       .returning(STORED_COLUMNS),
   ),
@@ -161,11 +201,17 @@ export const statements = {
    * PATCH: the given columns, each null one as it is (no field of a bike can be null), so
    * concurrent patches of other fields are kept: each SET reads the row as the update finds it.
    */
-  patch: prepare({ id: param<string>(), ...patchParams(), ...conditionParams() }, (p) =>
-    kysely.updateTable('bikes').set(patchColumns(p)).where('id', '=', p.id).where(meets(p)).returning(STORED_COLUMNS),
+  patch: prepare({ id: param<string>(), ...patchParams(), ...conditionParams(), ...writerParams() }, (p) =>
+    asWriter(p)
+      .updateTable('bikes')
+      .from('writer')
+      .set(patchColumns(p))
+      .where('id', '=', p.id)
+      .where(meets(p))
+      .returning(STORED_COLUMNS),
   ),
-  delete: prepare({ id: param<string>(), ...conditionParams() }, (p) =>
-    kysely.deleteFrom('bikes').where('id', '=', p.id).where(meets(p)).returning('bikes.id'),
+  delete: prepare({ id: param<string>(), ...conditionParams(), ...writerParams() }, (p) =>
+    asWriter(p).deleteFrom('bikes').using('writer').where('id', '=', p.id).where(meets(p)).returning('bikes.id'),
   ),
   /**
    * A create under an Idempotency-Key, in one statement (docs/decisions.md#idempotency-keys):
@@ -182,9 +228,10 @@ export const statements = {
       fingerprint: param<string>(),
       response: param<string>(),
       ...bikeParams(),
+      ...writerParams(),
     },
     (p) =>
-      kysely
+      asWriter(p)
         .with(
           (cte) => cte('lock').materialized(),
           () =>
@@ -209,7 +256,11 @@ export const statements = {
           db
             .insertInto('bikes')
             .columns(['id', ...WRITTEN_COLUMNS, 'version'])
-            .expression(db.selectFrom('claimed').select([p.id.as('id'), ...paramsAsColumns(p), 'claimed.bike_version']))
+            .expression(
+              db
+                .selectFrom(['claimed', 'writer'])
+                .select([p.id.as('id'), ...paramsAsColumns(p), 'claimed.bike_version']),
+            )
             .returning(STORED_COLUMNS),
         )
         .selectFrom('created')
@@ -291,8 +342,15 @@ export function createBikeRepository({ writes, reads = poolReads(writes) }: { wr
     current,
 
     /** One INSERT ... RETURNING. */
-    create: async (id: string, handle: string, fields: BikeFields): Promise<StoredBike> =>
-      stored((await statements.insert.run(write, toModelFields({ id, handle, ...fields })))[0]),
+    create: async (writer: Writer, id: string, handle: string, fields: BikeFields): Promise<StoredBike> =>
+      stored(
+        (
+          await statements.insert.run(write, {
+            ...toModelFields({ id, handle, ...fields }),
+            writer: writerValue(writer),
+          })
+        )[0],
+      ),
 
     /**
      * Creates the bike once for a client's Idempotency-Key (docs/decisions.md#idempotency-keys),
@@ -301,12 +359,14 @@ export function createBikeRepository({ writes, reads = poolReads(writes) }: { wr
      * `in-flight`. A statement that does not commit leaves neither key nor bike.
      */
     async createOnce(
+      writer: Writer,
       request: { client: string; key: string; fingerprint: string; response: string },
       create: { id: string; handle: string; fields: BikeFields },
     ): Promise<CreateOnceOutcome> {
       const [created] = await statements.createOnce.run(write, {
         ...request,
         ...toModelFields({ id: create.id, handle: create.handle, ...create.fields }),
+        writer: writerValue(writer),
       });
       if (created) return { kind: 'created', stored: stored(created) };
       // Not claimed: a key seen before, or one whose first request has not committed yet.
@@ -400,12 +460,13 @@ export function createBikeRepository({ writes, reads = poolReads(writes) }: { wr
      * refuses when the bike is there. No other write comes between the check and the write.
      */
     async replace(
+      writer: Writer,
       id: string,
       handle: string,
       fields: BikeFields,
       when: WriteConditions = {},
     ): Promise<StoredBike | typeof PRECONDITION_FAILED> {
-      const bike = toModelFields({ id, handle, ...fields });
+      const bike = { ...toModelFields({ id, handle, ...fields }), writer: writerValue(writer) };
       const { ifMatch, ifNoneMatch } = when;
       let rows: StoredRow[];
       if (ifMatch && ifNoneMatch?.any) return PRECONDITION_FAILED; // a bike that both exists and does not
@@ -429,6 +490,7 @@ export function createBikeRepository({ writes, reads = poolReads(writes) }: { wr
      * apart by a look at the bike: the happy path costs one round trip.
      */
     async patch(
+      writer: Writer,
       id: string,
       patch: BikePatch,
       when: WriteConditions = {},
@@ -442,6 +504,7 @@ export function createBikeRepository({ writes, reads = poolReads(writes) }: { wr
       const rows = await statements.patch.run(write, {
         id,
         ...values,
+        writer: writerValue(writer),
         ifMatch: when.ifMatch?.any ? null : statesParam(when.ifMatch),
         ifNoneMatch: statesParam(when.ifNoneMatch),
       });
@@ -449,10 +512,15 @@ export function createBikeRepository({ writes, reads = poolReads(writes) }: { wr
     },
 
     /** False when there was no such bike (one DELETE ... RETURNING, its conditions in its WHERE). */
-    async delete(id: string, when: WriteConditions = {}): Promise<boolean | typeof PRECONDITION_FAILED> {
+    async delete(
+      writer: Writer,
+      id: string,
+      when: WriteConditions = {},
+    ): Promise<boolean | typeof PRECONDITION_FAILED> {
       if (when.ifNoneMatch?.any) return (await judged(await current(id), when)) === null ? false : PRECONDITION_FAILED;
       const rows = await statements.delete.run(write, {
         id,
+        writer: writerValue(writer),
         ifMatch: when.ifMatch?.any ? null : statesParam(when.ifMatch),
         ifNoneMatch: statesParam(when.ifNoneMatch),
       });

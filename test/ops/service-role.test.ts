@@ -170,11 +170,13 @@ describe('the warning that the service’s queries could change the schema', () 
 describe("the service's role, migrated with a role of its own (docs/decisions.md#the-services-role)", () => {
   let direct: string;
   let asService: Client;
+  let serviceUrl: string;
   beforeAll(async () => {
     direct = await createEmptyTestDatabase();
     const role = await createTestRole();
     await migrateCli({ DATABASE_URL: role.at(direct), DATABASE_DIRECT_URL: direct });
-    asService = new Client({ connectionString: role.at(direct) });
+    serviceUrl = role.at(direct);
+    asService = new Client({ connectionString: serviceUrl });
     await asService.connect();
   });
   afterAll(() => asService.end());
@@ -194,6 +196,8 @@ describe("the service's role, migrated with a role of its own (docs/decisions.md
       'DELETE FROM catalog_version_slots',
       'DELETE FROM bike_changes',
       "UPDATE bike_changes SET kind = 'delete'",
+      "UPDATE bike_changes SET changed_by = 'someone else', changed_by_proven = true",
+      'CREATE OR REPLACE FUNCTION bike_change_writer(OUT changed_by text, OUT changed_by_proven boolean, OUT changed_by_issuer text) LANGUAGE sql AS $$ SELECT NULL::text, true, NULL::text $$',
       "INSERT INTO bike_changes (txid, writer_txid, kind, bike_id) VALUES (1, 1, 'delete', gen_random_uuid())",
       'UPDATE bike_changes_pruning SET horizon_txid = 0',
       'UPDATE bike_changes_pruning SET retention_days = 1',
@@ -230,12 +234,57 @@ describe("the service's role, migrated with a role of its own (docs/decisions.md
        VALUES (gen_random_uuid(), 'h2', 't', 'p', 'c', 'd', 'v', true, 1, 1, 'EUR', 2, 'EUR') RETURNING id`,
     );
     await asService.query('DELETE FROM bikes WHERE id = $1', [rows[0].id]);
-    const logged = await asService.query('SELECT kind FROM bike_changes WHERE bike_id = $1 ORDER BY txid, change_id', [
-      rows[0].id,
+    const logged = await asService.query(
+      `SELECT kind, changed_by, changed_by_proven FROM bike_changes WHERE bike_id = $1 ORDER BY txid, change_id`,
+      [rows[0].id],
+    );
+    // By SQL, so the writer is the role (docs/decisions.md#who-changed-what).
+    const writer = { changed_by: `sql:${asService.user}`, changed_by_proven: true };
+    expect(logged.rows).toEqual([
+      { kind: 'create', ...writer },
+      { kind: 'delete', ...writer },
     ]);
-    expect(logged.rows.map((row) => row.kind)).toEqual(['create', 'delete']);
     const pruned = await asService.query(`SELECT * FROM prune_bike_changes(now() - interval '30 days', 100)`);
     expect(pruned.rows).toHaveLength(1);
+  });
+
+  it("cannot take the log's or the bookkeeping's place with temporary tables of its own: its writes are logged and counted in the schema's", async () => {
+    const session = new Client({ connectionString: serviceUrl });
+    await session.connect();
+    try {
+      for (const sql of [
+        'CREATE TEMP TABLE bike_changes (LIKE public.bike_changes INCLUDING DEFAULTS)',
+        'CREATE TEMP TABLE catalog_version_slots (LIKE public.catalog_version_slots INCLUDING DEFAULTS)',
+        'INSERT INTO catalog_version_slots SELECT * FROM public.catalog_version_slots',
+        'CREATE TEMP SEQUENCE bikes_version_seq',
+      ]) {
+        await session.query(sql);
+      }
+      const counted = async () =>
+        (await session.query<{ sum: string }>('SELECT sum(version)::text AS sum FROM public.catalog_version_slots'))
+          .rows[0].sum;
+      const before = await counted();
+      const { rows } = await session.query<{ id: string; version: string }>(
+        `INSERT INTO bikes (id, handle, title, product_type, created_at, description, vendor, available_for_sale,
+           total_inventory, min_price_amount, min_price_currency_code, max_price_amount, max_price_currency_code)
+         VALUES (gen_random_uuid(), 'h3', 't', 'p', 'c', 'd', 'v', true, 1, 1, 'EUR', 2, 'EUR') RETURNING id, version::text`,
+      );
+      await session.query(`UPDATE bikes SET title = 'again' WHERE id = $1`, [rows[0].id]);
+      const logged = await session.query(
+        'SELECT kind FROM public.bike_changes WHERE bike_id = $1 ORDER BY txid, change_id',
+        [rows[0].id],
+      );
+      expect(logged.rows.map((row) => row.kind)).toEqual(['create', 'update']);
+      expect((await session.query('SELECT count(*)::int AS n FROM pg_temp.bike_changes')).rows).toEqual([{ n: 0 }]);
+      expect(await counted()).not.toBe(before);
+      // The update's version came from the schema's sequence, as the insert's did: not 1 from the temporary one.
+      const {
+        rows: [after],
+      } = await session.query<{ version: string }>('SELECT version::text FROM bikes WHERE id = $1', [rows[0].id]);
+      expect(BigInt(after.version)).toBeGreaterThan(BigInt(rows[0].version));
+    } finally {
+      await session.end();
+    }
   });
 
   it('prunes through that function only what the retention lets go, whatever cut-off it gives', async () => {

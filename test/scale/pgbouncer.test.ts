@@ -65,6 +65,46 @@ if (why) console.log(`pgbouncer.test.ts skipped: ${why}`);
     expect((await api.request('GET', `/bikes/${created.id}`)).status).toBe(404);
   });
 
+  it("records each write's caller in the change log, for its own transaction only (docs/decisions.md#who-changed-what)", async () => {
+    const created = await api.create(newBike());
+    const { id: _id, handle: _handle, ...fields } = created;
+    expect((await api.request('PATCH', `/bikes/${created.id}`, { body: { totalInventory: 2 } })).status).toBe(200);
+    // SQL through the same pooler, on whichever server connection it lends: the database role.
+    const bySql = new Client({ connectionString: bouncer.url });
+    await bySql.connect();
+    try {
+      for (let i = 0; i < 5; i++) {
+        await bySql.query('UPDATE bikes SET total_inventory = total_inventory + 1 WHERE id = $1', [created.id]);
+        expect(
+          (await api.request('PUT', `/bikes/${created.id}`, { body: { ...fields, id: created.id, handle: 'h' } }))
+            .status,
+        ).toBe(200);
+      }
+    } finally {
+      await bySql.end();
+    }
+    expect((await api.request('DELETE', `/bikes/${created.id}`)).status).toBe(200);
+    const db = new Client({ connectionString: direct });
+    await db.connect();
+    try {
+      const role = (await db.query<{ role: string }>('SELECT session_user AS role')).rows[0].role;
+      const { rows } = await db.query(
+        'SELECT kind, changed_by, changed_by_proven FROM bike_changes WHERE bike_id = $1 ORDER BY txid, change_id',
+        [created.id],
+      );
+      const tester = { changed_by: 'tester', changed_by_proven: false };
+      const sql = { kind: 'update', changed_by: `sql:${role}`, changed_by_proven: true };
+      expect(rows).toEqual([
+        { kind: 'create', ...tester },
+        { kind: 'update', ...tester },
+        ...Array.from({ length: 5 }, () => [sql, { kind: 'update', ...tester }]).flat(),
+        { kind: 'delete', ...tester },
+      ]);
+    } finally {
+      await db.end();
+    }
+  });
+
   it('streams a list of many batches, oldest first, and answers 304 while it is unchanged', async () => {
     const db = new Client({ connectionString: direct });
     await db.connect();
