@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { type EmbeddedPostgres, startEmbeddedPostgres } from '../src/postgres/embedded-postgres';
+import { relayTo } from './support/exchanges';
 import { startTestService, type TestService } from './support/service';
 import { tempDataDir } from './support/temp-dir';
 
@@ -36,19 +37,23 @@ describe("the README's examples", () => {
   const dataDir = tempDataDir('readme');
   let postgres: EmbeddedPostgres;
   let svc: TestService;
+  let relay: Awaited<ReturnType<typeof relayTo>>;
   let outputs: string[];
 
   beforeAll(async () => {
     postgres = await startEmbeddedPostgres({ dataDir, ephemeral: true });
     svc = await startTestService({ databaseUrl: postgres.adminUrl });
+    // curl's answers pass through this process, to be judged against /openapi.json like any test's.
+    relay = await relayTo(svc.baseUrl);
     const script = BLOCKS.map((block, i) => `echo "@@example ${i}"\n${block}`).join('\n');
     const { stdout } = await promisify(execFile)('bash', [
       '-c',
-      PRELUDE + script.replaceAll('http://localhost:3000', svc.baseUrl),
+      PRELUDE + script.replaceAll('http://localhost:3000', relay.baseUrl),
     ]);
     outputs = stdout.split(/@@example \d+\n/).slice(1);
   }, 60_000);
   afterAll(async () => {
+    await relay?.close();
     await svc?.stop();
     await postgres?.stop();
     fs.rmSync(dataDir, { recursive: true, force: true });

@@ -14,6 +14,8 @@ module.exports = {
   // The same PostgreSQL server for the run as `npm test` uses, for the in-process services.
   globalSetup: '<rootDir>/test/support/global-setup.ts',
   globalTeardown: '<rootDir>/test/support/global-teardown.ts',
+  // Every answer a test file receives is judged against /openapi.json (test/support/conformance.ts).
+  setupFilesAfterEnv: ['<rootDir>/test/support/conformance-setup.ts'],
   testTimeout: 120_000,
   maxWorkers: 1,
 };
