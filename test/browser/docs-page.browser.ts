@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { type BrowserContext, chromium, type Page } from 'playwright-core';
 import { API_ROUTES } from '../../src/http/api-routes';
+import { relayTo } from '../support/exchanges';
 import { spawnService, type ServiceProcess } from '../support/process';
 import { tempDataDir } from '../support/temp-dir';
 
@@ -24,6 +25,7 @@ const OPERATIONS = Object.values(API_ROUTES).map(
 describe('GET /docs in headless Chromium', () => {
   const scratch = tempDataDir('browser');
   let service: ServiceProcess | undefined;
+  let relay: Awaited<ReturnType<typeof relayTo>> | undefined;
   let baseUrl: string;
   let browser: BrowserContext;
   let page: Page;
@@ -36,7 +38,9 @@ describe('GET /docs in headless Chromium', () => {
       baseUrl = process.env.DOCS_BASE_URL.replace(/\/$/, '');
     } else {
       service = await spawnService({ DATA_DIR: path.join(scratch, 'data') }, { timeoutMs: 90_000 });
-      baseUrl = service.baseUrl;
+      // The page's answers pass through this process, to be judged against /openapi.json like any test's.
+      relay = await relayTo(service.baseUrl);
+      baseUrl = relay.baseUrl;
     }
     // A fresh profile each run (Playwright passes it to Chromium as --user-data-dir, and adds --headless).
     browser = await chromium.launchPersistentContext(path.join(scratch, 'profile'), {
@@ -75,6 +79,7 @@ describe('GET /docs in headless Chromium', () => {
 
   afterAll(async () => {
     await browser?.close();
+    await relay?.close();
     if (service) {
       service.child.kill('SIGTERM');
       await service.exited;

@@ -9,5 +9,7 @@ module.exports = {
   roots: ['<rootDir>/test/browser'],
   testMatch: ['**/*.browser.ts'],
   transform: { '^.+\\.ts$': ['ts-jest', { tsconfig: 'test/tsconfig.json' }] },
+  // Every answer the page receives is judged against /openapi.json (test/support/conformance.ts).
+  setupFilesAfterEnv: ['<rootDir>/test/support/conformance-setup.ts'],
   testTimeout: 120_000,
 };

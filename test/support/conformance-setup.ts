@@ -19,18 +19,22 @@ interface Judged {
 
 const judged: Promise<Judged>[] = [];
 
-/** Each server's document, fetched when the server first answers (it may be gone by the end). */
-const documents = new Map<string, Promise<OpenApiDocument>>();
+/**
+ * Each server's document, fetched when the server first answers (it may be gone by the end):
+ * undefined for a server that answers with none (the metrics listener of METRICS_PORT, which is
+ * not the API), whose answers are not judged.
+ */
+const documents = new Map<string, Promise<OpenApiDocument | undefined>>();
 /** One object per distinct document, so its schemas are compiled once. */
 const distinct = new Map<string, OpenApiDocument>();
 
-/** The document this code builds, for a server that no longer answers (or serves none: the metrics port). */
+/** The document this code builds, for a server that no longer answers. */
 async function builtDocument(): Promise<OpenApiDocument> {
   const { openApiDocument } = await import('../../src/http/openapi');
   return openApiDocument() as unknown as OpenApiDocument;
 }
 
-function servedDocument(origin: string): Promise<OpenApiDocument> {
+function servedDocument(origin: string): Promise<OpenApiDocument | undefined> {
   return new Promise((resolve) => {
     const fallback = () => resolve(builtDocument());
     untapped(() =>
@@ -40,10 +44,11 @@ function servedDocument(origin: string): Promise<OpenApiDocument> {
         res.on('error', fallback);
         res.on('end', () => {
           const text = Buffer.concat(chunks).toString('utf8');
+          if (res.statusCode === 404) return resolve(undefined);
           if (res.statusCode !== 200) return fallback();
           try {
             if (!distinct.has(text)) distinct.set(text, JSON.parse(text) as OpenApiDocument);
-            resolve(distinct.get(text) as OpenApiDocument);
+            resolve(distinct.get(text));
           } catch {
             fallback();
           }
@@ -57,7 +62,7 @@ function servedDocument(origin: string): Promise<OpenApiDocument> {
   });
 }
 
-function documentOf(origin: string): Promise<OpenApiDocument> {
+function documentOf(origin: string): Promise<OpenApiDocument | undefined> {
   let document = documents.get(origin);
   if (!document) documents.set(origin, (document = servedDocument(origin)));
   return document;
@@ -67,7 +72,12 @@ const tap = tapExchanges({
   label: () => expect.getState().currentTestName ?? 'a hook',
   onServer: (origin) => void documentOf(origin),
   onExchange: (exchange) => {
-    judged.push(documentOf(exchange.origin).then((document) => ({ exchange, judgement: judge(document, exchange) })));
+    judged.push(
+      documentOf(exchange.origin).then((document) => ({
+        exchange,
+        judgement: document ? judge(document, exchange) : { answeredBy: 'a server with no document', violations: [] },
+      })),
+    );
   },
 });
 

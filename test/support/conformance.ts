@@ -17,9 +17,12 @@ import { schemaErrors } from './json-schema';
  *   serves, OPTIONS, a request line that is no request) is judged by the responses of
  *   `x-unmatched-requests` at the document's root, an extension shaped like an operation: its
  *   404, its 405 (whose Allow must name exactly the methods the document serves at the path),
- *   OPTIONS's 204, and whatever the HTTP parser answers before routing. Routes the document does
- *   not list (health, metrics, the docs page) are requests of that kind: listed as operations,
- *   they are judged as operations.
+ *   OPTIONS's 204 (a preflight's too), and what the HTTP parser answers such a request. Routes
+ *   the document does not list (health, metrics, the docs page) are requests of that kind:
+ *   listed as operations, they are judged as operations.
+ * - What the listener or node's parser answers before routing (400 for two Host lines, 408, 413,
+ *   417, 431) is judged by the operation the request line names, like any answer: the document
+ *   declares it there, as it declares 431.
  *
  * What is checked of the answer: its status is declared; every header declared `required` is
  * there; every header it carries is declared for that status, or is HTTP's own (HTTP_OWN) or
@@ -27,7 +30,7 @@ import { schemaErrors } from './json-schema';
  * body against the schema of its media type: JSON parsed, text as a string, an event stream's
  * events one by one (each `data` an item of the JSON list the same answer gives as a page), a
  * body in a content coding decoded first. A body that did not arrive whole is judged only as far
- * as it came: its whole events, no JSON.
+ * as it came: its whole events, no JSON. An event stream must answer a request that accepts one.
  */
 
 type Json = Record<string, unknown>;
@@ -175,7 +178,8 @@ interface Route {
 function routeOf(document: OpenApiDocument, method: string, path: string | undefined): Route {
   if (path === undefined || method === '') return {};
   const matching = templatesOf(document).filter(({ pattern }) => pattern.test(withoutTrailingSlash(path)));
-  for (const { template, item } of matching) {
+  // Methods are case-sensitive (RFC 9110 9.1): `get` is no GET, and no operation's.
+  for (const { template, item } of METHODS.includes(method) ? matching : []) {
     const own = item[method.toLowerCase()];
     const operation = own ?? (method === 'HEAD' ? item.get : undefined);
     if (!operation) continue;
