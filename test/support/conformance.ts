@@ -392,7 +392,7 @@ function requestHeadersOf(document: OpenApiDocument, operation: Operation): stri
  * preflight allows every header the operation asked for may be sent with, and an answer exposes
  * to the page every header the document declares for it (those a page reads anyway aside).
  */
-function corsViolations(document: OpenApiDocument, exchange: Exchange, response: ResponseObject): string[] {
+function corsViolations(document: OpenApiDocument, exchange: Exchange, response?: ResponseObject): string[] {
   const { headers, request } = exchange;
   if (request.headers.origin === undefined || headers['access-control-allow-origin'] === undefined) return [];
   const requestedMethod = request.headers['access-control-request-method'];
@@ -411,7 +411,7 @@ function corsViolations(document: OpenApiDocument, exchange: Exchange, response:
   }
   const exposed = elements(headers['access-control-expose-headers']);
   if (exposed.includes('*')) return [];
-  const hidden = Object.keys(response.headers ?? {})
+  const hidden = Object.keys(response?.headers ?? {})
     .map((name) => name.toLowerCase())
     .filter((name) => headers[name] !== undefined && !CORS_SAFELISTED.has(name) && !exposed.includes(name));
   return hidden.length > 0 ? [`${hidden.join(', ')} declared for this answer but not exposed to a page`] : [];
@@ -450,19 +450,16 @@ export function judge(document: OpenApiDocument, exchange: Exchange): Judgement 
     ? `${route.operation.name} ${status}`
     : `no operation (${unmatchedRequest(request.method, path, route.template, status)}) ${status}`;
   const raw = responseFor(route.operation ? route.operation.operation.responses : unmatched, status);
-  if (!raw) {
-    const where = route.operation
-      ? `not a status of this operation`
-      : `x-unmatched-requests, for requests no operation serves, declares no ${status}`;
-    return { answeredBy, violations: [where] };
-  }
-  const response = resolved(document, raw);
-  const corsAllowed = request.headers.origin !== undefined;
+  const response = raw && resolved(document, raw);
+  const undeclared = route.operation
+    ? 'not a status of this operation'
+    : `x-unmatched-requests, for requests no operation serves, declares no ${status}`;
+  // What CORS and Allow say is judged by the document's operations, whether the status is declared or not.
   const violations = [
-    ...headerViolations(document, response, exchange, corsAllowed),
+    ...(response ? headerViolations(document, response, exchange, request.headers.origin !== undefined) : [undeclared]),
     ...(route.operation ? [] : allowViolations(document, exchange)),
     ...corsViolations(document, exchange, response),
-    ...bodyViolations(document, response, exchange),
+    ...(response ? bodyViolations(document, response, exchange) : []),
   ];
   return { answeredBy, violations };
 }
