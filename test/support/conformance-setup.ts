@@ -90,7 +90,8 @@ function report(failed: Judged[], all: number): string {
   for (const { exchange, judgement } of failed) {
     for (const violation of judgement.violations) {
       const cause = `${judgement.answeredBy}: ${violation}`;
-      byCause.set(cause, [...(byCause.get(cause) ?? []), exchange]);
+      if (!byCause.has(cause)) byCause.set(cause, []);
+      byCause.get(cause)?.push(exchange);
     }
   }
   const lines = [...byCause].map(

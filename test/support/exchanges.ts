@@ -245,10 +245,9 @@ function readChunked(bytes: Buffer, start: number): { data: Buffer; end: number 
     const size = parseInt(bytes.subarray(at, lineEnd).toString('latin1').split(';')[0], 16);
     if (Number.isNaN(size)) return { data: Buffer.concat(parts), end: undefined };
     if (size === 0) {
-      const trailersEnd = bytes.indexOf('\r\n\r\n', lineEnd);
-      const bareEnd = bytes.subarray(lineEnd, lineEnd + 4).toString('latin1') === '\r\n\r\n';
-      const end = bareEnd ? lineEnd + 4 : trailersEnd < 0 ? undefined : trailersEnd + 4;
-      return { data: Buffer.concat(parts), end };
+      // The last chunk, its trailer fields if any, and the blank line.
+      const end = bytes.indexOf('\r\n\r\n', lineEnd);
+      return { data: Buffer.concat(parts), end: end < 0 ? undefined : end + 4 };
     }
     const dataEnd = Math.min(lineEnd + 2 + size, bytes.length);
     parts.push(bytes.subarray(lineEnd + 2, dataEnd));
