@@ -17,8 +17,6 @@ interface Judged {
   judgement: Judgement;
 }
 
-const judged: Promise<Judged>[] = [];
-
 /**
  * Each server's document, fetched when the server first answers (it may be gone by the end):
  * undefined for a server that answers with none (the metrics listener of METRICS_PORT, which is
@@ -71,15 +69,13 @@ function documentOf(origin: string): Promise<OpenApiDocument | undefined> {
 const tap = tapExchanges({
   label: () => expect.getState().currentTestName ?? 'a hook',
   onServer: (origin) => void documentOf(origin),
-  onExchange: (exchange) => {
-    judged.push(
-      documentOf(exchange.origin).then((document) => ({
-        exchange,
-        judgement: document ? judge(document, exchange) : { answeredBy: 'a server with no document', violations: [] },
-      })),
-    );
-  },
 });
+
+async function judged(exchange: TappedExchange): Promise<Judged> {
+  const document = await documentOf(exchange.origin);
+  const judgement = document ? judge(document, exchange) : { answeredBy: 'a server with no document', violations: [] };
+  return { exchange, judgement };
+}
 
 const describeExchange = ({ request, status, label }: TappedExchange) =>
   `${request.method || '(no request line)'} ${request.target.slice(0, 100)} -> ${status}, in "${label}"`;
@@ -109,8 +105,7 @@ function report(failed: Judged[], all: number): string {
 }
 
 afterAll(async () => {
-  tap.stop();
-  const results = await Promise.all(judged);
+  const results = await Promise.all(tap.stop().map(judged));
   const log = process.env.CONFORMANCE_LOG;
   if (log) {
     const file = path.relative(process.cwd(), expect.getState().testPath ?? '');

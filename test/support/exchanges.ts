@@ -20,8 +20,8 @@ export interface TappedExchange extends Exchange {
 }
 
 interface Tap {
-  /** Every exchange on the sockets still open, as far as it has come; the tap stops. */
-  stop(): void;
+  /** Stops tapping, and gives every exchange tapped, as far as each has come, in order. */
+  stop(): TappedExchange[];
 }
 
 const SOCKET_CHANNEL = 'net.client.socket';
@@ -40,36 +40,21 @@ export function untapped<T>(connect: () => T): T {
 }
 
 /**
- * Taps every socket this process opens from now on: `onServer` is told the address of each
- * HTTP server as soon as it first answers, `onExchange` gets each exchange once its socket has
- * closed (or stop() is called), in order.
+ * Taps every socket this process opens from now on; `onServer` is told the address of each HTTP
+ * server as soon as it first answers. The bytes are only copied while the tap runs: cutting them
+ * into exchanges waits for stop(), so the tests' process (and a service running in it) is not
+ * held up meanwhile.
  */
-export function tapExchanges({
-  label,
-  onServer,
-  onExchange,
-}: {
-  label: () => string;
-  onServer: (origin: string) => void;
-  onExchange: (exchange: TappedExchange) => void;
-}): Tap {
-  const open = new Set<() => void>();
+export function tapExchanges({ label, onServer }: { label: () => string; onServer: (origin: string) => void }): Tap {
+  const tapped: (() => TappedExchange[])[] = [];
   const subscriber = (message: unknown) => {
-    if (untappedDepth > 0) return;
-    const socket = (message as { socket: net.Socket }).socket;
-    const finish = tapSocket(socket, label, onServer, onExchange);
-    open.add(finish);
-    socket.once('close', () => {
-      open.delete(finish);
-      finish();
-    });
+    if (untappedDepth === 0) tapped.push(tapSocket((message as { socket: net.Socket }).socket, label, onServer));
   };
   diagnostics.subscribe(SOCKET_CHANNEL, subscriber);
   return {
     stop() {
       diagnostics.unsubscribe(SOCKET_CHANNEL, subscriber);
-      for (const finish of open) finish();
-      open.clear();
+      return tapped.flatMap((exchanges) => exchanges());
     },
   };
 }
@@ -124,13 +109,12 @@ function watch(socket: Watched, observer: Observer): void {
   };
 }
 
-/** Copies what goes through `socket`; the returned function cuts it into exchanges (once). */
+/** Copies what goes through `socket`; the returned function stops, and cuts what it copied into exchanges. */
 function tapSocket(
   socket: net.Socket,
   label: () => string,
   onServer: (origin: string) => void,
-  onExchange: (exchange: TappedExchange) => void,
-): () => void {
+): () => TappedExchange[] {
   const written: Buffer[] = [];
   const labels: { offset: number; label: string }[] = [];
   let writtenLength = 0;
@@ -173,20 +157,18 @@ function tapSocket(
   });
 
   return () => {
-    if (finished) return;
     finished = true;
-    if (!http) return;
+    if (!http) return [];
     // The requests come in the order they were written: the label of the write each starts in.
     let write = 0;
     const requests = parseRequests(Buffer.concat(written), (offset) => {
       while (write + 1 < labels.length && labels[write + 1].offset <= offset) write++;
       return labels[write]?.label ?? '';
     });
-    for (const [i, answer] of parseAnswers(Buffer.concat(received), requests, ended).entries()) {
-      const request = requests[i] ?? { method: '', target: '', headers: {}, label: '' };
-      const { label: requestLabel, ...sent } = request;
-      onExchange({ origin, label: requestLabel, request: sent, ...answer });
-    }
+    return parseAnswers(Buffer.concat(received), requests, ended).map((answer, i) => {
+      const { label: requestLabel, ...request } = requests[i] ?? { method: '', target: '', headers: {}, label: '' };
+      return { origin, label: requestLabel, request, ...answer };
+    });
   };
 }
 
