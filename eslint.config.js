@@ -76,7 +76,7 @@ const layerRules = [
 ];
 
 module.exports = defineConfig([
-  globalIgnores(['dist/', 'dist-dev/', 'coverage/', '.data/', 'src/generated/']),
+  globalIgnores(['dist/', 'dist-dev/', 'coverage/', '.data/', 'src/generated/', 'client/dist/', 'client/build/']),
   js.configs.recommended,
   tseslint.configs.recommended,
   {
@@ -93,6 +93,7 @@ module.exports = defineConfig([
     languageOptions: { sourceType: 'commonjs', globals: nodeGlobals },
     rules: { '@typescript-eslint/no-require-imports': 'off' },
   },
+  { files: ['**/*.mjs'], languageOptions: { globals: nodeGlobals } },
   ...layerRules,
   prettier,
 ]);

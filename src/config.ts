@@ -1,7 +1,10 @@
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
+import { OPERATOR_ISSUER } from './auth/caller';
+import type { IdentityProvider } from './auth/provider';
 import { MIN_SECRET_BYTES, MIN_SECRET_DISTINCT_CHARACTERS } from './auth/secret';
+import type { TokenIssuance } from './auth/tokens';
 
 /** Everything the service reads from its environment, validated once at start-up. */
 export interface Config {
@@ -19,6 +22,10 @@ export interface Config {
   dataDir: string;
   /** JWT_SECRET, or the file JWT_SECRET_FILE names. Unset: with the embedded database a secret is created once in `dataDir`. */
   jwtSecret: string | undefined;
+  /** TOKEN_ISSUANCE: `open`, POST /api/user gives anyone a token (the specification), or `closed` (docs/decisions.md#who-may-write). */
+  tokenIssuance: TokenIssuance;
+  /** JWT_JWKS_URL, JWT_ISSUER, JWT_AUDIENCE: the identity provider whose tokens are accepted too; unset, none. */
+  identityProvider: IdentityProvider | undefined;
   /** METRICS_PORT: /metrics is served there, on its own listener, and not on `port`. Unset: on `port`. */
   metricsPort: number | undefined;
   /**
@@ -139,6 +146,10 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env, { signsTokens =
         'Set JWT_SECRET, or JWT_SECRET_FILE to a file holding it, to a long random string, for example: openssl rand -base64 32',
     );
   }
+  const tokenIssuance = nonEmpty(env.TOKEN_ISSUANCE) ?? 'open';
+  if (tokenIssuance !== 'open' && tokenIssuance !== 'closed') {
+    throw new ConfigError(`TOKEN_ISSUANCE must be open or closed, got "${tokenIssuance}"`);
+  }
   const logLevel = nonEmpty(env.LOG_LEVEL) ?? 'info';
   if (!LOG_LEVELS.includes(logLevel)) {
     throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(', ')}, got "${logLevel}"`);
@@ -162,6 +173,8 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env, { signsTokens =
     replicaUrl,
     dataDir: path.resolve(nonEmpty(env.DATA_DIR) ?? path.join(__dirname, '..', '.data')),
     jwtSecret,
+    tokenIssuance,
+    identityProvider: identityProvider(env),
     metricsPort,
     metricsHost: metricsHostText ?? '127.0.0.1',
     corsOrigin: nonEmpty(env.CORS_ORIGIN),
@@ -171,6 +184,47 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env, { signsTokens =
     changesRetentionDays: limit('CHANGES_RETENTION_DAYS', 30),
     maxEventStreams: limit('MAX_EVENT_STREAMS', 1_000),
   };
+}
+
+/** An address of this machine only: 127.0.0.0/8, ::1, localhost. */
+function isLoopback(hostname: string): boolean {
+  const address = hostname.replace(/^\[(.*)\]$/, '$1');
+  return address === 'localhost' || address === '::1' || (net.isIPv4(address) && address.startsWith('127.'));
+}
+
+/**
+ * The identity provider: its key set's address with the issuer and audience its tokens must
+ * carry, all three or none. Its keys must come over TLS, or from this machine: a key set fetched
+ * in clear could be anyone's (docs/decisions.md#who-may-write).
+ */
+function identityProvider(env: NodeJS.ProcessEnv): IdentityProvider | undefined {
+  const url = nonEmpty(env.JWT_JWKS_URL);
+  const issuer = nonEmpty(env.JWT_ISSUER);
+  const audience = nonEmpty(env.JWT_AUDIENCE);
+  if (url === undefined) {
+    const stray = issuer !== undefined ? 'JWT_ISSUER' : audience !== undefined ? 'JWT_AUDIENCE' : undefined;
+    if (stray !== undefined) throw new ConfigError(`${stray} goes with JWT_JWKS_URL, which is not set`);
+    return undefined;
+  }
+  if (issuer === undefined || audience === undefined) {
+    throw new ConfigError(
+      `${issuer === undefined ? 'JWT_ISSUER' : 'JWT_AUDIENCE'} must be set with JWT_JWKS_URL: the identity ` +
+        "provider's tokens are accepted only with the issuer and audience they must carry",
+    );
+  }
+  if (issuer === OPERATOR_ISSUER) {
+    throw new ConfigError(`JWT_ISSUER must not be ${OPERATOR_ISSUER}, the issuer of the operator's own tokens`);
+  }
+  const jwksUrl = URL.parse(url);
+  if (
+    jwksUrl === null ||
+    !(jwksUrl.protocol === 'https:' || (jwksUrl.protocol === 'http:' && isLoopback(jwksUrl.hostname)))
+  ) {
+    throw new ConfigError(
+      `JWT_JWKS_URL must be an https:// URL (http:// only to this machine: 127.0.0.1, ::1, localhost), got "${url}"`,
+    );
+  }
+  return { jwksUrl, issuer, audience };
 }
 
 /**

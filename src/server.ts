@@ -3,6 +3,7 @@ import { parseArgs } from 'node:util';
 import type { Pool } from 'pg';
 import { createApp, metricsApp } from './app';
 import { loadOrCreateSecret } from './auth/secret';
+import type { KeySetTiming } from './auth/provider';
 import { createTokens } from './auth/tokens';
 import { createBikeRepository } from './bikes/repository';
 import { type Config, ConfigError, readConfig } from './config';
@@ -39,6 +40,8 @@ const DATABASE_WAIT_MS = 30_000;
 export interface ServiceTuning {
   /** How often an event stream gets a comment (HEARTBEAT_MS in src/http/event-stream.ts). */
   heartbeatMs?: number;
+  /** How the identity provider's key set is kept (KEY_SET_TIMING in src/auth/provider.ts). */
+  keySetTiming?: KeySetTiming;
 }
 
 export interface Service {
@@ -140,7 +143,11 @@ export async function startService(config: Config, logger: Logger, tuning: Servi
       bikesOnPrimary,
       catalogIdentity: identity.current,
       cursors: cursors(jwtSecret),
-      tokens: createTokens(jwtSecret),
+      tokens: createTokens(jwtSecret, {
+        issuance: config.tokenIssuance,
+        provider: config.identityProvider,
+        keySetTiming: tuning.keySetTiming,
+      }),
       logger,
       readiness: databaseReadiness(primary),
       corsOrigin: config.corsOrigin,
@@ -268,6 +275,8 @@ async function main(): Promise<void> {
           port: service.port,
           metricsPort: service.metricsPort,
           database: config.databaseUrl ? 'external' : 'embedded',
+          tokenIssuance: config.tokenIssuance,
+          identityProvider: config.identityProvider?.issuer,
         },
         `listening on ${url} — API docs at ${docs}`,
       );

@@ -14,7 +14,8 @@ const markdown = fs.readFileSync(path.join(ROOT, 'docs', 'architecture.md'), 'ut
 const backticked = [...markdown.matchAll(/`([^`\n]+)`/g)].map((match) => match[1]);
 
 /** A path from the project's root: a folder of ours and what follows (`src/http/route.ts`, `test/api/`), or a file with an extension. */
-const PATH = /^(?:(?:src|test|prisma|bench|deploy|docs)\/[\w.*/-]*|[\w.-]+\.(?:ts|js|json|yml|sql|prisma|sh|md))$/;
+const PATH =
+  /^(?:(?:src|test|prisma|bench|deploy|docs|client)\/[\w.*/-]*|[\w.-]+\.(?:ts|js|json|yml|sql|prisma|sh|md))$/;
 
 /** Whether `name` (a path, `*` standing for any part of one name) names a file or folder. */
 function exists(name: string): boolean {

@@ -1,11 +1,14 @@
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { type EmbeddedPostgres, startEmbeddedPostgres } from '../src/postgres/embedded-postgres';
+import { CLIENT, codeBlock, newProject, npmEnv } from './client/project';
 import { relayTo } from './support/exchanges';
 import { startTestService, type TestService } from './support/service';
 import { tempDataDir } from './support/temp-dir';
+import { waitFor } from './support/wait';
 
 /**
  * The README's examples, run as a newcomer runs them: every `sh` block of its "Examples" section,
@@ -16,7 +19,8 @@ import { tempDataDir } from './support/temp-dir';
  * server, would hold the feed's changes back (docs/decisions.md#the-change-feed).
  */
 
-const README = fs.readFileSync(path.join(__dirname, '..', 'README.md'), 'utf8');
+const README_FILE = path.join(__dirname, '..', 'README.md');
+const README = fs.readFileSync(README_FILE, 'utf8');
 const EXAMPLES = README.slice(README.indexOf('\n## Examples\n')).split('\n## ')[1];
 const BLOCKS = [...EXAMPLES.matchAll(/```sh\n([\s\S]*?)```/g)].map(([, script]) => script);
 
@@ -43,7 +47,8 @@ describe("the README's examples", () => {
   beforeAll(async () => {
     postgres = await startEmbeddedPostgres({ dataDir, ephemeral: true });
     svc = await startTestService({ databaseUrl: postgres.adminUrl });
-    // curl's answers pass through this process, to be judged against /openapi.json like any test's.
+    // The examples' answers (curl's, the client's) pass through this process, to be judged against
+    // /openapi.json like any test's.
     relay = await relayTo(svc.baseUrl);
     const script = BLOCKS.map((block, i) => `echo "@@example ${i}"\n${block}`).join('\n');
     const { stdout } = await promisify(execFile)('bash', [
@@ -104,4 +109,46 @@ describe("the README's examples", () => {
     expect(stream).toMatch(/^id: \S+\ndata: \{"cursor":/m);
     expect(stream).toContain('"type":"delete"');
   });
+
+  /**
+   * The client's example, as a new user runs it: the install line in a project of their own
+   * (`/path/to/bike-catalog` being this clone), then the script, stopped with Ctrl-C once it
+   * follows the catalog and has shown a change made meanwhile.
+   */
+  it('install the client and run its example: create, update, a page, then follow until Ctrl-C', async () => {
+    const section = '## From JavaScript or TypeScript';
+    const home = fs.mkdtempSync(path.join(os.tmpdir(), 'bike-catalog-readme-'));
+    const project = newProject(home, 'shop');
+    const install = codeBlock(README_FILE, section, 'sh').replace('/path/to/bike-catalog/client', CLIENT);
+    await promisify(execFile)('bash', ['-c', install], { cwd: project, env: npmEnv() });
+    const script = codeBlock(README_FILE, section, 'js').replaceAll('http://localhost:3000', relay.baseUrl);
+    fs.writeFileSync(path.join(project, 'example.mjs'), script);
+
+    const child = spawn(process.execPath, ['example.mjs'], { cwd: project, stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (chunk) => (output += chunk));
+    child.stderr.on('data', (chunk) => (output += chunk));
+    const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+    try {
+      await waitFor('the example to list the catalog', () => /^list \d+$/m.test(output) || undefined, 30_000);
+      expect(output).toMatch(/^\[.*'Brompton P Line'.*\]$/m);
+      const { id, totalInventory } = (
+        (await (await fetch(`${svc.baseUrl}/bikes/search/by-title?query=Brompton%20P%20Line`)).json()) as {
+          id: string;
+          totalInventory: number;
+        }[]
+      )[0];
+      expect(totalInventory).toBe(3);
+      await fetch(`${svc.baseUrl}/bikes/${id}`, {
+        method: 'PATCH',
+        headers: { authorization: `Bearer ${await svc.token()}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ totalInventory: 2 }),
+      });
+      await waitFor('the example to show the change', () => output.includes(`upsert ${id}`) || undefined, 30_000);
+    } finally {
+      child.kill('SIGINT');
+    }
+    expect(await exited).toBe(0);
+    fs.rmSync(home, { recursive: true, force: true });
+  }, 90_000);
 });

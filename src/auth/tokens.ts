@@ -1,63 +1,128 @@
-import { createSecretKey } from 'node:crypto';
+import { createSecretKey, type KeyObject, randomBytes } from 'node:crypto';
+import { decodeProtectedHeader } from 'jose';
 import jwt from 'jsonwebtoken';
 import { LRUCache } from 'lru-cache';
+import { type Caller, OPERATOR_ISSUER } from './caller';
+import { type IdentityProvider, type KeySetTiming, PROVIDER_ALGORITHMS, providerVerifier } from './provider';
 
-/** Tokens are HS256 JWTs carrying `{ username, iat, exp }` and live 30 minutes. */
-const TOKEN_LIFETIME_SECONDS = 1800;
+/**
+ * The longest a token the service signs may live (docs/decisions.md#tokens): POST /api/user's
+ * always do, the operator's at most.
+ */
+export const MAX_TOKEN_LIFETIME_SECONDS = 1800;
+/** The algorithm of the tokens the service signs, over its own secret. */
 const ALGORITHM = 'HS256';
-/** How far ahead of this machine's clock another instance's may run. */
+/** How far ahead of this machine's clock another's (an instance's, the identity provider's) may run. */
 const CLOCK_SKEW_SECONDS = 5;
 /** How many verified tokens are remembered (about 300 bytes each). */
 const VERIFIED_TOKENS = 10_000;
 
-interface TokenPayload {
-  username?: string;
-  iat: number;
-  exp: number;
+/** TOKEN_ISSUANCE: whether POST /api/user gives anyone a token (docs/decisions.md#who-may-write). */
+export type TokenIssuance = 'open' | 'closed';
+
+export interface TokenSettings {
+  issuance: TokenIssuance;
+  /** Whose RS256 and ES256 tokens are accepted besides the service's own. */
+  provider?: IdentityProvider;
+  /** How the provider's key set is kept; the defaults unless a test says. */
+  keySetTiming?: KeySetTiming;
 }
 
 export interface Tokens {
+  /** POST /api/user gives anyone a token (TOKEN_ISSUANCE=open, the specification's rule). */
+  readonly issuanceOpen: boolean;
+  /** A token of POST /api/user: `{ username, iat, exp, jti }`, living 1800 s. */
   issue(username: string | undefined): string;
-  /** Throws when the token is malformed, tampered with, expired, or not HS256 over our secret. */
-  verify(token: string): TokenPayload;
+  /**
+   * Who the token says sent the request. Throws KeysUnavailable (provider.ts) when the identity
+   * provider's keys cannot be had; anything else thrown is a refusal.
+   */
+  verify(token: string): Promise<Caller>;
 }
 
 /**
- * `verify` remembers the tokens it accepted, by their exact text, until they expire: a client
- * sends the same token with every write for up to 30 minutes, and jsonwebtoken's verification
- * cost about 35 µs of each write's CPU (docs/decisions.md#tokens). Any other text, a token
- * signed anew included, is verified in full.
+ * A key object, made once: given a string, jsonwebtoken first tries to parse it as a PEM public
+ * key, and that failure cost each write about as much as all the rest of it did.
  */
-export function createTokens(secret: string): Tokens {
-  // A key object, made once: given a string, jsonwebtoken first tries to parse it as a PEM public
-  // key, and that failure cost each write about as much as all the rest of it did.
-  const key = createSecretKey(Buffer.from(secret));
-  const verified = new LRUCache<string, TokenPayload>({ max: VERIFIED_TOKENS });
+const keyOf = (secret: string): KeyObject => createSecretKey(Buffer.from(secret));
 
-  function verifyInFull(token: string): TokenPayload {
+/** 128 random bits: no two tokens the service signs are the same (docs/decisions.md#tokens). */
+const newTokenId = () => randomBytes(16).toString('base64url');
+
+/**
+ * A token from the operator (`npm run token`) for `username`, living `lifetimeSeconds`: signed
+ * with the service's secret, like POST /api/user's, and told apart from them by its `iss`, which
+ * that endpoint never sets (docs/decisions.md#who-may-write).
+ */
+export function operatorToken(secret: string, username: string, lifetimeSeconds: number): string {
+  if (!Number.isInteger(lifetimeSeconds) || lifetimeSeconds < 1 || lifetimeSeconds > MAX_TOKEN_LIFETIME_SECONDS) {
+    throw new RangeError(`a token lives 1 to ${MAX_TOKEN_LIFETIME_SECONDS} seconds`);
+  }
+  return jwt.sign({ username }, keyOf(secret), {
+    algorithm: ALGORITHM,
+    expiresIn: lifetimeSeconds,
+    issuer: OPERATOR_ISSUER,
+    jwtid: newTokenId(),
+  });
+}
+
+/**
+ * `verify` picks the verifier by the token's `alg`, from an allow-list: HS256 is verified over
+ * the service's secret only, RS256 and ES256 with the identity provider's keys only, so a public
+ * key is never taken for a secret (docs/decisions.md#who-may-write). It remembers the HS256
+ * tokens it accepted, by their exact text, until they expire: a client sends the same token with
+ * every write for up to 30 minutes, and jsonwebtoken's verification cost about 35 µs of each
+ * write's CPU (docs/decisions.md#tokens). The provider's tokens are verified each time, so a key
+ * it has withdrawn stops a token once the set is fetched again.
+ */
+export function createTokens(secret: string, settings: TokenSettings = { issuance: 'open' }): Tokens {
+  const key = keyOf(secret);
+  const issuanceOpen = settings.issuance === 'open';
+  const provider = settings.provider && providerVerifier(settings.provider, CLOCK_SKEW_SECONDS, settings.keySetTiming);
+  const verified = new LRUCache<string, { caller: Caller; exp: number }>({ max: VERIFIED_TOKENS });
+
+  function verifyOurs(token: string): { caller: Caller; exp: number } {
     // Pinning the algorithm rejects `alg: none` and any other algorithm, whatever the header says.
     const payload = jwt.verify(token, key, { algorithms: [ALGORITHM] });
     if (typeof payload === 'string') throw new Error('token payload is not an object');
-    const { iat, exp } = payload;
+    const { iat, exp, iss, username } = payload;
     // Only tokens that live as long as ours do: a correctly signed token without exp, or with a
     // longer life, is refused too (docs/decisions.md#tokens).
     if (typeof iat !== 'number' || typeof exp !== 'number') throw new Error('token has no iat or exp');
-    if (exp <= iat || exp - iat > TOKEN_LIFETIME_SECONDS) throw new Error('token lives longer than 1800 s');
+    if (exp <= iat || exp - iat > MAX_TOKEN_LIFETIME_SECONDS) throw new Error('token lives longer than 1800 s');
     if (iat > Date.now() / 1000 + CLOCK_SKEW_SECONDS) throw new Error('token issued in the future');
-    return Object.freeze({ ...payload, iat, exp });
+    if (iss === OPERATOR_ISSUER) {
+      if (typeof username !== 'string' || username === '') throw new Error("operator's token has no username");
+      return { caller: Object.freeze({ proven: true, subject: username, issuer: OPERATOR_ISSUER }), exp };
+    }
+    if (iss !== undefined) throw new Error('token of an unknown issuer');
+    // A token of POST /api/user, from before issuance was closed: the operator closed it.
+    if (!issuanceOpen) throw new Error('token of POST /api/user while issuance is closed');
+    if (username !== undefined && typeof username !== 'string') throw new Error('username is not a string');
+    return { caller: Object.freeze({ proven: false, subject: username ?? null }), exp };
   }
 
   return {
+    issuanceOpen,
     issue(username) {
-      return jwt.sign({ username }, key, { algorithm: ALGORITHM, expiresIn: TOKEN_LIFETIME_SECONDS });
+      return jwt.sign({ username }, key, {
+        algorithm: ALGORITHM,
+        expiresIn: MAX_TOKEN_LIFETIME_SECONDS,
+        jwtid: newTokenId(),
+      });
     },
-    verify(token) {
+    async verify(token) {
       const known = verified.get(token);
       // jsonwebtoken's own test of exp: expired from the second it names.
-      if (known && Math.floor(Date.now() / 1000) < known.exp) return known;
-      const payload = verifyInFull(token);
-      verified.set(token, payload);
-      return payload;
+      if (known && Math.floor(Date.now() / 1000) < known.exp) return known.caller;
+      const { alg } = decodeProtectedHeader(token);
+      if (alg === ALGORITHM) {
+        const ours = verifyOurs(token);
+        verified.set(token, ours);
+        return ours.caller;
+      }
+      if (provider && alg !== undefined && PROVIDER_ALGORITHMS.includes(alg)) return provider(token);
+      throw new Error(`tokens signed with ${alg} are not accepted`);
     },
   };
 }

@@ -133,7 +133,8 @@ const EXAMPLE_CHANGE = { cursor: EXAMPLE_CURSOR, type: 'upsert', id: EXAMPLE_BIK
 const EXAMPLE_EVENTS = `retry: 2417\n\nid: ${EXAMPLE_CURSOR}\ndata: ${JSON.stringify(EXAMPLE_CHANGE)}\n\n: keep-alive\n\n`;
 // An illustration only: a token of this shape, signed with no real secret.
 const EXAMPLE_TOKEN =
-  'eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJ1c2VybmFtZSI6ImFsaWNlIiwiaWF0IjoxNzY0MDAwMDAwLCJleHAiOjE3NjQwMDE4MDB9.' +
+  'eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.' +
+  'eyJ1c2VybmFtZSI6ImFsaWNlIiwiaWF0IjoxNzY0MDAwMDAwLCJleHAiOjE3NjQwMDE4MDAsImp0aSI6IjhKMW5CcTN2UzBtWWwybzRjWjV5U2cifQ.' +
   'c2lnbmF0dXJlLW9mLWFuLWV4YW1wbGUtdG9rZW4';
 
 export const API_ROUTES = {
@@ -367,7 +368,9 @@ export const API_ROUTES = {
     path: '/api/user',
     summary: 'Get a bearer token',
     description:
-      'No authentication. The token is an HS256 JWT carrying `username`, `iat` and `exp`, valid for 1800 seconds.',
+      'No authentication. The token is an HS256 JWT carrying `username`, `iat`, `exp` and `jti` (unique to it), ' +
+      'valid for 1800 seconds. Where the operator has closed issuance (`TOKEN_ISSUANCE=closed`), 403: tokens ' +
+      'then come from the operator or the identity provider.',
     limit: 'tokens',
     input: input({ body: tokenRequest }),
     invalid: 400,
@@ -379,7 +382,11 @@ export const API_ROUTES = {
       mediaTypes: ['application/json', 'application/x-www-form-urlencoded'],
     },
     ok: { description: 'A token', schema: ref('Token'), example: { token: EXAMPLE_TOKEN } },
-    meanings: { 400: '`username` is present but not a string, or the JSON is malformed.' },
+    alsoAnswers: [403],
+    meanings: {
+      400: '`username` is present but not a string, or the JSON is malformed.',
+      403: 'Token issuance is closed (`TOKEN_ISSUANCE=closed`): no token is given here, to anyone.',
+    },
     database: false,
   },
 } satisfies Record<string, RouteDeclaration<unknown>>;

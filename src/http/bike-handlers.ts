@@ -1,6 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { Readable } from 'node:stream';
 import type Koa from 'koa';
+import { scopeOf } from '../auth/caller';
 import { type Bike, deriveHandle } from '../bikes/bike';
 import { type BikeRepository, LIST_BATCH_SIZE, PRECONDITION_FAILED, type StoredBike } from '../bikes/repository';
 import { WriteOutcomeUnknown } from '../db/pool';
@@ -13,7 +14,7 @@ import { type ChangeStreams, wantsEventStream } from './event-stream';
 import { type FeedCursors, type OpenedCursor, refusal } from './feed-cursor';
 import type { PageCursors } from './page-cursor';
 import { invalidFieldHeader } from './invalid-field';
-import type { Handlers } from './route';
+import { callerOf, type Handlers } from './route';
 
 /**
  * Sends the bikes as one JSON array. A result that fits in one batch goes out as one plain body
@@ -61,17 +62,6 @@ function wantsPrimary(ctx: Koa.Context): boolean {
     .get('X-Read-From')
     .split(',')
     .some((element) => element.trim().toLowerCase() === 'primary');
-}
-
-/**
- * Who a request's Idempotency-Key belongs to (docs/decisions.md#idempotency-keys): the username
- * its token carries, or, for a token without one, that token itself. Hashed: a username may be
- * any string, and the table keeps no token.
- */
-function clientOf(ctx: Koa.Context): string {
-  const { username } = ctx.state.user as { username?: string };
-  const who = username === undefined ? `token\n${ctx.get('Authorization').split(' ')[1]}` : `user\n${username}`;
-  return createHash('sha256').update(who).digest('base64url');
 }
 
 /**
@@ -238,7 +228,7 @@ export function bikeHandlers(
       }
       // The fields as checked (unknown ones dropped), in the schema's order.
       const request = {
-        client: clientOf(ctx),
+        client: scopeOf(callerOf(ctx)),
         key,
         fingerprint: createHash('sha256').update(JSON.stringify(body)).digest('base64url'),
         response: bikeJson({ id: create.id, handle: create.handle, ...create.fields }),

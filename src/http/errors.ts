@@ -1,5 +1,6 @@
 import { type OutgoingHttpHeaders, STATUS_CODES } from 'node:http';
 import type Koa from 'koa';
+import { KeysUnavailable } from '../auth/provider';
 import { isDatabaseUnavailable } from '../db/errors';
 import { WriteOutcomeUnknown } from '../db/pool';
 import type { Logger } from '../logger';
@@ -61,7 +62,10 @@ export function errorHandler(logger: Logger): Koa.Middleware {
     } catch (err) {
       restoreHeaders(ctx, before);
       const status = statusOf(err);
+      // A 503 for a token the identity provider's keys could not judge: logged as that, with why.
+      const keys = err instanceof HttpError && err.cause instanceof KeysUnavailable ? err.cause : undefined;
       if (status === 500) logger.error({ err }, 'unexpected error');
+      else if (keys) logger.warn({ err: (keys.cause as Error | undefined)?.message }, keys.message);
       else if (status === 503 || status === 504) logger.warn({ err: (err as Error)?.message }, 'database unavailable');
       else if (err instanceof HttpError && err.cause instanceof Error) {
         logger.warn({ err: err.cause.message, status }, 'value refused by the database');

@@ -58,10 +58,10 @@ export const HEADERS = {
   },
   'Idempotency-Key': {
     description:
-      'Your name for this create (1 to 255 visible ASCII characters, no comma), to retry it safely: within ' +
-      '24 hours the same key from the same client (the username in your token; without one, the token ' +
-      'itself) with the same fields answers the first 200 again (with `Idempotent-Replayed: true`) and ' +
-      'creates nothing; with other fields, 422; while the first request is still running, 409.',
+      'Your name for this create, to retry it safely (1 to 255 visible ASCII characters, no comma; make it ' +
+      'unguessable: a UUID v4 per create). Sent again with the same fields, it answers the first 200 again ' +
+      '(with `Idempotent-Replayed: true`) and creates nothing; with other fields, 422; while the first request ' +
+      'is still running, 409. Whose keys it is among, and for how long: docs/decisions.md#idempotency-keys.',
     schema: text,
     example: '8e03978e-40d5-43e8-bc93-6894a57f9324',
   },

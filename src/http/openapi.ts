@@ -39,7 +39,7 @@ const headerObjects = (names: HeaderName[]) => Object.fromEntries(names.map((nam
 const ERRORS = {
   400: 'The request failed validation.',
   401: 'No bearer token: the Authorization header is missing or has no second element.',
-  403: 'The token failed verification (tampered, another secret, expired, not HS256, or living over 1800 s).',
+  403: 'The token failed verification (tampered, another secret or key, expired, an algorithm or issuer not accepted, or living over 1800 s).',
   404: 'No such bike (a path id that is not a UUID names no bike).',
   409: 'Conflict: another request with the same Idempotency-Key is still running; retry after Retry-After seconds.',
   410: 'Gone: the cursor is older than what is kept, or of another history of the catalog; list again.',
@@ -48,7 +48,7 @@ const ERRORS = {
   415: 'The body is in a Content-Encoding the service cannot decode (see Accept-Encoding); nothing is stored.',
   422: 'The Idempotency-Key was used before with other fields; nothing is stored.',
   429: 'Over an abuse limit of this client (tokens or writes per minute, lists at once); retry after Retry-After seconds.',
-  503: 'The database is not answering, and nothing was written; retry after Retry-After seconds.',
+  503: 'What the service needs is not answering (the database; for a token of the identity provider, its key set), and nothing was written; retry after Retry-After seconds.',
   504: 'The database stopped answering while the write ran (`Write-Outcome: unknown`): it may or may not have been applied. Read the bike named in Content-Location to know; retry a POST only with the same Idempotency-Key, other writes with If-Match.',
 } as const satisfies Record<ErrorStatus, string>;
 
@@ -191,8 +191,9 @@ function buildDocument() {
       license: { name: 'MIT', identifier: 'MIT' },
       description:
         'A catalog of bikes. Reads are open; creating, replacing, updating and deleting need a bearer token ' +
-        'from `POST /api/user`. Failures are a status code with its reason phrase as plain text, never a JSON ' +
-        'body. Every response carries an `X-Request-Id` (yours when you send a short plain one). HEAD works ' +
+        'from `POST /api/user` (or, where the operator has closed it, from the operator or an identity ' +
+        'provider). Failures are a status code with its reason phrase as plain text, never a JSON body. ' +
+        'Every response carries an `X-Request-Id` (yours when you send a short plain one). HEAD works ' +
         'wherever GET does; a known path asked with another method answers 405 with an `Allow` header.',
     },
     // Relative: the server that serves this document.
@@ -208,7 +209,9 @@ function buildDocument() {
           type: 'http',
           scheme: 'bearer',
           bearerFormat: 'JWT',
-          description: 'Authorization: Bearer <token>, the token from POST /api/user.',
+          description:
+            'Authorization: Bearer <token>, the token from POST /api/user; where the operator has closed it, ' +
+            "one from the operator or the shop's identity provider.",
         },
       },
       parameters: {

@@ -1,6 +1,8 @@
 import Router, { type RouterContext, type RouterMiddleware } from '@koa/router';
 import type Koa from 'koa';
 import type * as yup from 'yup';
+import type { Caller } from '../auth/caller';
+import { KeysUnavailable } from '../auth/provider';
 import type { Tokens } from '../auth/tokens';
 import { holds, type WriteConditions } from '../bikes/repository';
 import { check, describe } from '../bikes/yup';
@@ -189,17 +191,24 @@ export function isWellFormedPath(path: string): boolean {
 
 /**
  * The bearer token, the second word of the Authorization header
- * (docs/decisions.md#authorization-header): none is 401, one that fails verification 403. Its
- * payload is attached to the request, as the specification says.
+ * (docs/decisions.md#authorization-header): none is 401, one that fails verification 403, one
+ * that cannot be judged (the identity provider's keys cannot be had) 503. What the token says of
+ * who sent the request is attached to it (callerOf), as the specification attaches its payload.
  */
-function authenticate(ctx: Koa.Context, tokens: Tokens): void {
+async function authenticate(ctx: Koa.Context, tokens: Tokens): Promise<void> {
   const token = ctx.get('Authorization').split(' ')[1];
   if (!token) throw new HttpError(401, { 'WWW-Authenticate': BEARER_CHALLENGE });
   try {
-    ctx.state.user = tokens.verify(token);
-  } catch {
+    ctx.state.user = await tokens.verify(token);
+  } catch (err) {
+    if (err instanceof KeysUnavailable) throw new HttpError(503, {}, { cause: err });
     throw new HttpError(403);
   }
+}
+
+/** Who sent a request of a route with a token (docs/decisions.md#who-a-caller-is). */
+export function callerOf(ctx: Koa.Context): Caller {
+  return ctx.state.user as Caller;
 }
 
 export interface RouteChecks {
@@ -266,7 +275,7 @@ function endpoint<Input>(
   return async (ctx) => {
     // Whichever the answer, an error included: Accept chose between the page and the stream.
     if (route.eventStream) ctx.vary('Accept');
-    if (route.token) authenticate(ctx, checks.tokens);
+    if (route.token) await authenticate(ctx, checks.tokens);
     if (!isWellFormedPath(ctx.path)) throw new HttpError(404);
     const rawId: string | undefined = ctx.params.id;
     if (rawId !== undefined && !UUID.test(rawId)) throw new HttpError(404);

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Client } from 'pg';
+import { operatorToken } from '../../src/auth/tokens';
 import type { Bike } from '../../src/bikes/bike';
 import { newBike } from '../support/bikes';
 import { startTestService, type TestService } from '../support/service';
@@ -93,6 +94,58 @@ describe('POST /bikes/ with an Idempotency-Key', () => {
     const retried = await post(first, key, fields, await first.token('alice'));
     expect(retried.headers['idempotent-replayed']).toBe('true');
     expect(retried.body.toString('utf8')).toBe(real.body.toString('utf8'));
+    expect(await bikesTitled(fields.title)).toBe(2);
+  });
+
+  /** A token of POST /api/user without a username. */
+  async function anonymousToken(svc: TestService): Promise<string> {
+    const res = await fetch(`${svc.baseUrl}/api/user`, { method: 'POST' });
+    expect(res.status).toBe(200);
+    return ((await res.json()) as { token: string }).token;
+  }
+
+  it('an anonymous retry with a renewed token replays the create rather than making a second bike', async () => {
+    const key = randomUUID();
+    const fields = newBike();
+    const once = await post(first, key, fields, await anonymousToken(first));
+    expect(once.status).toBe(200);
+    const renewed = await anonymousToken(second);
+    const again = await post(second, key, fields, renewed);
+    expect(again.status).toBe(200);
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    expect(again.body.toString('utf8')).toBe(once.body.toString('utf8'));
+    expect(await bikesTitled(fields.title)).toBe(1);
+  });
+
+  it('every anonymous token shares one scope, as every token claiming one name does: a key known to another is replayed to it, or 422 with other fields', async () => {
+    const key = randomUUID();
+    const fields = newBike();
+    expect((await post(first, key, fields, await anonymousToken(first))).status).toBe(200);
+    const stranger = await anonymousToken(first);
+    expect((await post(first, key, fields, stranger)).headers['idempotent-replayed']).toBe('true');
+    expect((await post(first, key, newBike(), stranger)).status).toBe(422);
+    // A token with a name (an empty one included) is not anonymous.
+    for (const name of ['', 'anonymous']) {
+      const named = await post(first, key, fields, await first.token(name));
+      expect(named.status).toBe(200);
+      expect(named.headers['idempotent-replayed']).toBeUndefined();
+    }
+    expect(await bikesTitled(fields.title)).toBe(3);
+  });
+
+  // Proven or claimed, the caller is as authentication names it (docs/decisions.md#who-a-caller-is).
+  it("a proven caller's keys are its own: the operator's token for alice shares none with a token claiming alice, and a renewed one replays", async () => {
+    const key = randomUUID();
+    const fields = newBike();
+    const claimed = await post(first, key, fields, await first.token('alice'));
+    expect(claimed.status).toBe(200);
+    const proven = await post(first, key, fields, operatorToken(first.jwtSecret, 'alice', 600));
+    expect(proven.status).toBe(200);
+    expect(proven.headers['idempotent-replayed']).toBeUndefined();
+    expect(JSON.parse(proven.body.toString('utf8')).id).not.toBe(JSON.parse(claimed.body.toString('utf8')).id);
+    const renewed = await post(second, key, fields, operatorToken(first.jwtSecret, 'alice', 600));
+    expect(renewed.headers['idempotent-replayed']).toBe('true');
+    expect(renewed.body.toString('utf8')).toBe(proven.body.toString('utf8'));
     expect(await bikesTitled(fields.title)).toBe(2);
   });
 

@@ -8,7 +8,7 @@ module.exports = {
   testEnvironment: 'node',
   roots: ['<rootDir>/test/browser'],
   testMatch: ['**/*.browser.ts'],
-  transform: { '^.+\\.ts$': ['ts-jest', { tsconfig: 'test/tsconfig.json' }] },
+  ...require('../support/jest-transform'),
   // Every answer the page receives is judged against /openapi.json (test/support/conformance.ts).
   setupFilesAfterEnv: ['<rootDir>/test/support/conformance-setup.ts'],
   testTimeout: 120_000,

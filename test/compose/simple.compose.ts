@@ -124,6 +124,26 @@ if (noEngineReason) console.log(`simple.compose.ts skipped: ${noEngineReason}`);
     expect(await count()).toBe(before + 5);
   }, 180_000);
 
+  it('closes issuance as docs/scaling-and-containers.md says: after `TOKEN_ISSUANCE=closed up -d`, POST /api/user is 403 and a token from `exec api node dist/cli/token.js` writes', async () => {
+    const { stack } = started;
+    await stack.compose(['up', '-d'], { env: { ...stack.env, TOKEN_ISSUANCE: 'closed' }, timeoutMs: 300_000 });
+    await stack.waitHealthy();
+    try {
+      expect((await fetch(`${started.baseUrl}/api/user`, { method: 'POST' })).status).toBe(403);
+      const printed = await stack.compose(['exec', '-T', 'api', 'node', 'dist/cli/token.js', '--username', 'shop-ops']);
+      const token = /[\w-]+\.[\w-]+\.[\w-]+/.exec(printed)?.[0];
+      const created = await fetch(`${started.baseUrl}/bikes/`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: JSON.stringify(bike(`Checkpoint ${randomUUID().slice(0, 8)}`)),
+      });
+      expect(created.status).toBe(200);
+    } finally {
+      await stack.up();
+      await stack.waitHealthy();
+    }
+  }, 600_000);
+
   it('answers ps, logs and down with no variable set, and down -v leaves nothing behind', async () => {
     const ps = await started.stack.compose(['ps']);
     expect(ps).toMatch(/_api_1 .*Up .*\(healthy\)/);

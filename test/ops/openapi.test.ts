@@ -71,7 +71,7 @@ const ALLOWED_STATUSES: Record<string, number[]> = {
   replaceBike: [200, 401, 403, 404, 412, 413, 415, 429, 431, 503, 504],
   updateBike: [200, 400, 401, 403, 404, 412, 413, 415, 429, 431, 503, 504],
   deleteBike: [200, 401, 403, 404, 412, 429, 431, 503, 504],
-  issueToken: [200, 400, 413, 415, 429, 431],
+  issueToken: [200, 400, 403, 413, 415, 429, 431],
 };
 
 /** Served for operators and the docs page, not part of the API the document describes. */

@@ -10,7 +10,7 @@ module.exports = {
   testEnvironment: 'node',
   roots: ['<rootDir>/test/resilience'],
   testMatch: ['**/*.resilience.ts'],
-  transform: { '^.+\\.ts$': ['ts-jest', { tsconfig: 'test/tsconfig.json' }] },
+  ...require('../support/jest-transform'),
   // The same PostgreSQL server for the run as `npm test` uses, for the in-process services.
   globalSetup: '<rootDir>/test/support/global-setup.ts',
   globalTeardown: '<rootDir>/test/support/global-teardown.ts',

@@ -1,0 +1,1115 @@
+/*!
+ * bike-catalog-client. Includes openapi-fetch (https://openapi-ts.dev), under its license:
+ *
+ * MIT License
+ *
+ * Copyright (c) 2023 Drew Powers
+ *
+ * Permission is hereby granted, free of charge, to any person obtaining a copy
+ * of this software and associated documentation files (the "Software"), to deal
+ * in the Software without restriction, including without limitation the rights
+ * to use, copy, modify, merge, publish, distribute, sublicense, and/or sell
+ * copies of the Software, and to permit persons to whom the Software is
+ * furnished to do so, subject to the following conditions:
+ *
+ * The above copyright notice and this permission notice shall be included in all
+ * copies or substantial portions of the Software.
+ *
+ * THE SOFTWARE IS PROVIDED "AS IS", WITHOUT WARRANTY OF ANY KIND, EXPRESS OR
+ * IMPLIED, INCLUDING BUT NOT LIMITED TO THE WARRANTIES OF MERCHANTABILITY,
+ * FITNESS FOR A PARTICULAR PURPOSE AND NONINFRINGEMENT. IN NO EVENT SHALL THE
+ * AUTHORS OR COPYRIGHT HOLDERS BE LIABLE FOR ANY CLAIM, DAMAGES OR OTHER
+ * LIABILITY, WHETHER IN AN ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM,
+ * OUT OF OR IN CONNECTION WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE
+ * SOFTWARE.
+ */
+const PATH_PARAM_RE = /\{[^{}]+\}/g;
+const supportsRequestInitExt = () => {
+  return typeof process === "object" && Number.parseInt(process?.versions?.node?.substring(0, 2)) >= 18 && process.versions.undici;
+};
+function randomID() {
+  return Math.random().toString(36).slice(2, 11);
+}
+function createClient(clientOptions) {
+  let {
+    baseUrl = "",
+    Request: CustomRequest = globalThis.Request,
+    fetch: baseFetch = globalThis.fetch,
+    querySerializer: globalQuerySerializer,
+    bodySerializer: globalBodySerializer,
+    pathSerializer: globalPathSerializer,
+    headers: baseHeaders,
+    requestInitExt = void 0,
+    ...baseOptions
+  } = { ...clientOptions };
+  requestInitExt = supportsRequestInitExt() ? requestInitExt : void 0;
+  baseUrl = removeTrailingSlash(baseUrl);
+  const globalMiddlewares = [];
+  async function coreFetch(schemaPath, fetchOptions) {
+    const {
+      baseUrl: localBaseUrl,
+      fetch = baseFetch,
+      Request = CustomRequest,
+      headers,
+      params = {},
+      parseAs = "json",
+      querySerializer: requestQuerySerializer,
+      bodySerializer = globalBodySerializer ?? defaultBodySerializer,
+      pathSerializer: requestPathSerializer,
+      body,
+      middleware: requestMiddlewares = [],
+      ...init
+    } = fetchOptions || {};
+    let finalBaseUrl = baseUrl;
+    if (localBaseUrl) {
+      finalBaseUrl = removeTrailingSlash(localBaseUrl) ?? baseUrl;
+    }
+    let querySerializer = typeof globalQuerySerializer === "function" ? globalQuerySerializer : createQuerySerializer(globalQuerySerializer);
+    if (requestQuerySerializer) {
+      querySerializer = typeof requestQuerySerializer === "function" ? requestQuerySerializer : createQuerySerializer({
+        ...typeof globalQuerySerializer === "object" ? globalQuerySerializer : {},
+        ...requestQuerySerializer
+      });
+    }
+    const pathSerializer = requestPathSerializer || globalPathSerializer || defaultPathSerializer;
+    const serializedBody = body === void 0 ? void 0 : bodySerializer(
+      body,
+      // Note: we declare mergeHeaders() both here and below because it’s a bit of a chicken-or-egg situation:
+      // bodySerializer() needs all headers so we aren’t dropping ones set by the user, however,
+      // the result of this ALSO sets the lowest-priority content-type header. So we re-merge below,
+      // setting the content-type at the very beginning to be overwritten.
+      // Lastly, based on the way headers work, it’s not a simple “present-or-not” check becauase null intentionally un-sets headers.
+      mergeHeaders(baseHeaders, headers, params.header)
+    );
+    const finalHeaders = mergeHeaders(
+      // with no body, we should not to set Content-Type
+      serializedBody === void 0 || // if serialized body is FormData; browser will correctly set Content-Type & boundary expression
+      serializedBody instanceof FormData ? {} : {
+        "Content-Type": "application/json"
+      },
+      baseHeaders,
+      headers,
+      params.header
+    );
+    const finalMiddlewares = [...globalMiddlewares, ...requestMiddlewares];
+    const requestInit = {
+      redirect: "follow",
+      ...baseOptions,
+      ...init,
+      body: serializedBody,
+      headers: finalHeaders
+    };
+    let id;
+    let options;
+    let request = new Request(
+      createFinalURL(schemaPath, { baseUrl: finalBaseUrl, params, querySerializer, pathSerializer }),
+      requestInit
+    );
+    let response;
+    for (const key in init) {
+      if (!(key in request)) {
+        request[key] = init[key];
+      }
+    }
+    if (finalMiddlewares.length) {
+      id = randomID();
+      options = Object.freeze({
+        baseUrl: finalBaseUrl,
+        fetch,
+        parseAs,
+        querySerializer,
+        bodySerializer,
+        pathSerializer
+      });
+      for (const m of finalMiddlewares) {
+        if (m && typeof m === "object" && typeof m.onRequest === "function") {
+          const result = await m.onRequest({
+            request,
+            schemaPath,
+            params,
+            options,
+            id
+          });
+          if (result) {
+            if (result instanceof Request) {
+              request = result;
+            } else if (result instanceof Response) {
+              response = result;
+              break;
+            } else {
+              throw new Error("onRequest: must return new Request() or Response() when modifying the request");
+            }
+          }
+        }
+      }
+    }
+    if (!response) {
+      try {
+        response = await fetch(request, requestInitExt);
+      } catch (error2) {
+        let errorAfterMiddleware = error2;
+        if (finalMiddlewares.length) {
+          for (let i = finalMiddlewares.length - 1; i >= 0; i--) {
+            const m = finalMiddlewares[i];
+            if (m && typeof m === "object" && typeof m.onError === "function") {
+              const result = await m.onError({
+                request,
+                error: errorAfterMiddleware,
+                schemaPath,
+                params,
+                options,
+                id
+              });
+              if (result) {
+                if (result instanceof Response) {
+                  errorAfterMiddleware = void 0;
+                  response = result;
+                  break;
+                }
+                if (result instanceof Error) {
+                  errorAfterMiddleware = result;
+                  continue;
+                }
+                throw new Error("onError: must return new Response() or instance of Error");
+              }
+            }
+          }
+        }
+        if (errorAfterMiddleware) {
+          throw errorAfterMiddleware;
+        }
+      }
+      if (finalMiddlewares.length) {
+        for (let i = finalMiddlewares.length - 1; i >= 0; i--) {
+          const m = finalMiddlewares[i];
+          if (m && typeof m === "object" && typeof m.onResponse === "function") {
+            const result = await m.onResponse({
+              request,
+              response,
+              schemaPath,
+              params,
+              options,
+              id
+            });
+            if (result) {
+              if (!(result instanceof Response)) {
+                throw new Error("onResponse: must return new Response() when modifying the response");
+              }
+              response = result;
+            }
+          }
+        }
+      }
+    }
+    const contentLength = response.headers.get("Content-Length");
+    if (response.status === 204 || request.method === "HEAD" || contentLength === "0" && !response.headers.get("Transfer-Encoding")?.includes("chunked")) {
+      return response.ok ? { data: void 0, response } : { error: void 0, response };
+    }
+    if (response.ok) {
+      const getResponseData = async () => {
+        if (parseAs === "stream") {
+          return response.body;
+        }
+        if (parseAs === "json" && !contentLength) {
+          const raw = await response.text();
+          return raw ? JSON.parse(raw) : void 0;
+        }
+        return await response[parseAs]();
+      };
+      return { data: await getResponseData(), response };
+    }
+    let error = await response.text();
+    try {
+      error = JSON.parse(error);
+    } catch {
+    }
+    return { error, response };
+  }
+  return {
+    request(method, url, init) {
+      return coreFetch(url, { ...init, method: method.toUpperCase() });
+    },
+    /** Call a GET endpoint */
+    GET(url, init) {
+      return coreFetch(url, { ...init, method: "GET" });
+    },
+    /** Call a PUT endpoint */
+    PUT(url, init) {
+      return coreFetch(url, { ...init, method: "PUT" });
+    },
+    /** Call a POST endpoint */
+    POST(url, init) {
+      return coreFetch(url, { ...init, method: "POST" });
+    },
+    /** Call a DELETE endpoint */
+    DELETE(url, init) {
+      return coreFetch(url, { ...init, method: "DELETE" });
+    },
+    /** Call a OPTIONS endpoint */
+    OPTIONS(url, init) {
+      return coreFetch(url, { ...init, method: "OPTIONS" });
+    },
+    /** Call a HEAD endpoint */
+    HEAD(url, init) {
+      return coreFetch(url, { ...init, method: "HEAD" });
+    },
+    /** Call a PATCH endpoint */
+    PATCH(url, init) {
+      return coreFetch(url, { ...init, method: "PATCH" });
+    },
+    /** Call a TRACE endpoint */
+    TRACE(url, init) {
+      return coreFetch(url, { ...init, method: "TRACE" });
+    },
+    /** Register middleware */
+    use(...middleware) {
+      for (const m of middleware) {
+        if (!m) {
+          continue;
+        }
+        if (typeof m !== "object" || !("onRequest" in m || "onResponse" in m || "onError" in m)) {
+          throw new Error("Middleware must be an object with one of `onRequest()`, `onResponse() or `onError()`");
+        }
+        globalMiddlewares.push(m);
+      }
+    },
+    /** Unregister middleware */
+    eject(...middleware) {
+      for (const m of middleware) {
+        const i = globalMiddlewares.indexOf(m);
+        if (i !== -1) {
+          globalMiddlewares.splice(i, 1);
+        }
+      }
+    }
+  };
+}
+function serializePrimitiveParam(name, value, options) {
+  if (value === void 0 || value === null) {
+    return "";
+  }
+  if (typeof value === "object") {
+    throw new Error(
+      "Deeply-nested arrays/objects aren\u2019t supported. Provide your own `querySerializer()` to handle these."
+    );
+  }
+  return `${name}=${options?.allowReserved === true ? value : encodeURIComponent(value)}`;
+}
+function serializeObjectParam(name, value, options) {
+  if (!value || typeof value !== "object") {
+    return "";
+  }
+  const values = [];
+  const joiner = {
+    simple: ",",
+    label: ".",
+    matrix: ";"
+  }[options.style] || "&";
+  if (options.style !== "deepObject" && options.explode === false) {
+    for (const k in value) {
+      values.push(k, options.allowReserved === true ? value[k] : encodeURIComponent(value[k]));
+    }
+    const final2 = values.join(",");
+    switch (options.style) {
+      case "form": {
+        return `${name}=${final2}`;
+      }
+      case "label": {
+        return `.${final2}`;
+      }
+      case "matrix": {
+        return `;${name}=${final2}`;
+      }
+      default: {
+        return final2;
+      }
+    }
+  }
+  for (const k in value) {
+    const finalName = options.style === "deepObject" ? `${name}[${k}]` : k;
+    values.push(serializePrimitiveParam(finalName, value[k], options));
+  }
+  const final = values.join(joiner);
+  return options.style === "label" || options.style === "matrix" ? `${joiner}${final}` : final;
+}
+function serializeArrayParam(name, value, options) {
+  if (!Array.isArray(value)) {
+    return "";
+  }
+  if (options.explode === false) {
+    const joiner2 = { form: ",", spaceDelimited: "%20", pipeDelimited: "|" }[options.style] || ",";
+    const final = (options.allowReserved === true ? value : value.map((v) => encodeURIComponent(v))).join(joiner2);
+    switch (options.style) {
+      case "simple": {
+        return final;
+      }
+      case "label": {
+        return `.${final}`;
+      }
+      case "matrix": {
+        return `;${name}=${final}`;
+      }
+      // case "spaceDelimited":
+      // case "pipeDelimited":
+      default: {
+        return `${name}=${final}`;
+      }
+    }
+  }
+  const joiner = { simple: ",", label: ".", matrix: ";" }[options.style] || "&";
+  const values = [];
+  for (const v of value) {
+    if (options.style === "simple" || options.style === "label") {
+      values.push(options.allowReserved === true ? v : encodeURIComponent(v));
+    } else {
+      values.push(serializePrimitiveParam(name, v, options));
+    }
+  }
+  return options.style === "label" || options.style === "matrix" ? `${joiner}${values.join(joiner)}` : values.join(joiner);
+}
+function createQuerySerializer(options) {
+  return function querySerializer(queryParams) {
+    const search = [];
+    if (queryParams && typeof queryParams === "object") {
+      for (const name in queryParams) {
+        const value = queryParams[name];
+        if (value === void 0 || value === null) {
+          continue;
+        }
+        if (Array.isArray(value)) {
+          if (value.length === 0) {
+            continue;
+          }
+          search.push(
+            serializeArrayParam(name, value, {
+              style: "form",
+              explode: true,
+              ...options?.array,
+              allowReserved: options?.allowReserved || false
+            })
+          );
+          continue;
+        }
+        if (typeof value === "object") {
+          search.push(
+            serializeObjectParam(name, value, {
+              style: "deepObject",
+              explode: true,
+              ...options?.object,
+              allowReserved: options?.allowReserved || false
+            })
+          );
+          continue;
+        }
+        search.push(serializePrimitiveParam(name, value, options));
+      }
+    }
+    return search.join("&");
+  };
+}
+function defaultPathSerializer(pathname, pathParams) {
+  let nextURL = pathname;
+  for (const match of pathname.match(PATH_PARAM_RE) ?? []) {
+    let name = match.substring(1, match.length - 1);
+    let explode = false;
+    let style = "simple";
+    if (name.endsWith("*")) {
+      explode = true;
+      name = name.substring(0, name.length - 1);
+    }
+    if (name.startsWith(".")) {
+      style = "label";
+      name = name.substring(1);
+    } else if (name.startsWith(";")) {
+      style = "matrix";
+      name = name.substring(1);
+    }
+    if (!pathParams || pathParams[name] === void 0 || pathParams[name] === null) {
+      continue;
+    }
+    const value = pathParams[name];
+    if (Array.isArray(value)) {
+      nextURL = nextURL.replace(match, serializeArrayParam(name, value, { style, explode }));
+      continue;
+    }
+    if (typeof value === "object") {
+      nextURL = nextURL.replace(match, serializeObjectParam(name, value, { style, explode }));
+      continue;
+    }
+    if (style === "matrix") {
+      nextURL = nextURL.replace(match, `;${serializePrimitiveParam(name, value)}`);
+      continue;
+    }
+    nextURL = nextURL.replace(match, style === "label" ? `.${encodeURIComponent(value)}` : encodeURIComponent(value));
+  }
+  return nextURL;
+}
+function defaultBodySerializer(body, headers) {
+  if (body instanceof FormData) {
+    return body;
+  }
+  if (headers) {
+    const contentType = headers.get instanceof Function ? headers.get("Content-Type") ?? headers.get("content-type") : headers["Content-Type"] ?? headers["content-type"];
+    if (contentType === "application/x-www-form-urlencoded") {
+      return new URLSearchParams(body).toString();
+    }
+  }
+  return JSON.stringify(body);
+}
+function createFinalURL(pathname, options) {
+  let finalURL = `${options.baseUrl}${pathname}`;
+  if (options.params?.path) {
+    finalURL = options.pathSerializer(finalURL, options.params.path);
+  }
+  let search = options.querySerializer(options.params.query ?? {});
+  if (search.startsWith("?")) {
+    search = search.substring(1);
+  }
+  if (search) {
+    finalURL += `?${search}`;
+  }
+  return finalURL;
+}
+function mergeHeaders(...allHeaders) {
+  const finalHeaders = new Headers();
+  for (const h of allHeaders) {
+    if (!h || typeof h !== "object") {
+      continue;
+    }
+    const iterator = h instanceof Headers ? h.entries() : Object.entries(h);
+    for (const [k, v] of iterator) {
+      if (v === null) {
+        finalHeaders.delete(k);
+      } else if (Array.isArray(v)) {
+        for (const v2 of v) {
+          finalHeaders.append(k, v2);
+        }
+      } else if (v !== void 0) {
+        finalHeaders.set(k, v);
+      }
+    }
+  }
+  return finalHeaders;
+}
+function removeTrailingSlash(url) {
+  if (url.endsWith("/")) {
+    return url.substring(0, url.length - 1);
+  }
+  return url;
+}
+
+/**
+ * The state of each bike as this client last read or wrote it: its ETag (for If-Match), and its
+ * JSON, to tell whether a bike a caller hands back is that state. The most recent 10,000.
+ */
+class BikeStates {
+    states = new Map();
+    remember(bike, response) {
+        const etag = response.headers.get('ETag');
+        this.states.delete(bike.id);
+        if (etag === null)
+            return;
+        this.states.set(bike.id, { etag, json: canonicalJson(bike) });
+        if (this.states.size > 10_000)
+            this.states.delete(this.states.keys().next().value);
+    }
+    forget(id) {
+        this.states.delete(id);
+    }
+    /** The ETag of the bike `id` as last read or written; of `bike` only if that is the state last read. */
+    etagOf(id, bike) {
+        const state = this.states.get(id);
+        return state && (bike === undefined || state.json === canonicalJson(bike)) ? state.etag : undefined;
+    }
+}
+/** JSON with every object's keys sorted: equal for equal values, whatever order their keys were set in. */
+function canonicalJson(value) {
+    return JSON.stringify(value, (_key, item) => item !== null && typeof item === 'object' && !Array.isArray(item)
+        ? Object.fromEntries(Object.entries(item).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+        : item);
+}
+
+/** Every error the client throws for an answer of the service, or for the lack of one. */
+class CatalogError extends Error {
+    status;
+    name = 'CatalogError';
+    constructor(message, 
+    /** The answer's status; undefined when no answer came (the connection failed). */
+    status, options) {
+        super(message, options);
+        this.status = status;
+    }
+}
+/** A 4xx: the request was refused, and nothing was written. */
+class RequestError extends CatalogError {
+    invalidField;
+    name = 'RequestError';
+    constructor(message, status, 
+    /** The field the service refused (`X-Invalid-Field`: `priceRange.minPrice.amount`), when it named one. */
+    invalidField) {
+        super(message, status);
+        this.invalidField = invalidField;
+    }
+}
+/** A 404: no such bike. */
+class NotFoundError extends RequestError {
+    name = 'NotFoundError';
+}
+/**
+ * A write refused because the bike changed since it was read (412), or found changed before it
+ * was sent: nothing was written. `current` is the bike as it is now; the client remembers its
+ * state, so `update(current.id, changes)` again applies the changes to it.
+ */
+class ConflictError extends CatalogError {
+    current;
+    name = 'ConflictError';
+    constructor(current) {
+        super(`bike ${current.id} changed since it was read: nothing was written`, 412);
+        this.current = current;
+    }
+}
+/**
+ * The service did not settle a request within the client's attempts: it answered 5xx (or 429,
+ * 409), or did not answer. `written` says what became of a write: `nothing` (every answer said
+ * so, 503), or `unknown` (an answer said `Write-Outcome: unknown`, or a connection was lost
+ * after the request went). A create's `idempotencyKey` learns its outcome later: `create(bike,
+ * { idempotencyKey })` within 24 hours answers the bike it made, or makes it.
+ */
+class ServerError extends CatalogError {
+    written;
+    idempotencyKey;
+    name = 'ServerError';
+    constructor(message, status, written, idempotencyKey, options) {
+        super(message, status, options);
+        this.written = written;
+        this.idempotencyKey = idempotencyKey;
+    }
+}
+/** The error an answer that settles a request as refused stands for: a 404, or another 4xx. */
+function refusal(what, response) {
+    const message = `${what}: ${response.status} ${response.statusText}`;
+    const field = response.headers.get('X-Invalid-Field') ?? undefined;
+    if (response.status === 404)
+        return new NotFoundError(message, 404);
+    return new RequestError(field === undefined ? message : `${message} (${field})`, response.status, field);
+}
+
+/**
+ * Sends a request until an answer settles it, and returns that answer: a success, or a refusal
+ * (a 4xx other than those below). On the way it waits out an answer that says nothing was
+ * written and when to come back (503, 429, 409: `Retry-After`); renews a refused token once (401,
+ * 403); and sends again after an answer or a lost connection that leaves the outcome unknown
+ * (504, another 5xx, a network error, the timeout). Only a request that is safe to repeat comes
+ * here: a read, a create with its Idempotency-Key, a conditional write. `unknown` says that an
+ * earlier attempt may have been applied. `check` runs after an unknown outcome, with its answer if
+ * one came: an answer it returns settles the request (a create finds the bike it made).
+ */
+async function persist(send, options, check) {
+    const { what, attempts, timeoutMs, signal, tokens, idempotencyKey } = options;
+    let unknown = false;
+    let renewed = false;
+    let last = { said: 'nothing tried' };
+    const bounded = () => {
+        const timeout = AbortSignal.timeout(timeoutMs);
+        return signal ? AbortSignal.any([signal, timeout]) : timeout;
+    };
+    for (let attempt = 1; attempt <= attempts; attempt++) {
+        let answer;
+        try {
+            answer = await send(bounded());
+        }
+        catch (err) {
+            if (signal?.aborted)
+                throw signal.reason;
+            // Ours, not the connection's: the token could not be had (tokens.ts).
+            if (err instanceof CatalogError)
+                throw err;
+            last = { said: `no answer (${err instanceof Error ? err.message : String(err)})`, cause: err };
+        }
+        if (answer) {
+            const { status } = answer.response;
+            last = { status, said: `${status} ${answer.response.statusText}` };
+            if ((status === 401 || status === 403) && tokens && !renewed) {
+                tokens.renew();
+                renewed = true;
+                continue;
+            }
+            if (status === 409 || status === 429 || status === 503) {
+                await sleep(retryAfterMs(answer.response) ?? backoffMs(attempt), signal);
+                continue;
+            }
+            if (status < 500)
+                return { answer, unknown };
+        }
+        unknown = true;
+        const found = await check?.(answer, bounded()).catch(() => undefined);
+        if (found)
+            return { answer: found, unknown };
+        await sleep(backoffMs(attempt), signal);
+    }
+    const outcome = unknown ? 'its outcome is unknown' : 'nothing was written';
+    throw new ServerError(`${what}: not settled in ${attempts} attempts, the last ${last.said}; ${outcome}`, last.status, unknown ? 'unknown' : 'nothing', idempotencyKey, { cause: last.cause });
+}
+/**
+ * `Retry-After` in milliseconds (seconds, or an HTTP date), a minute at most: the service's own are
+ * a second, or the rest of a limit's minute, and a call should not sleep for an hour on what a
+ * proxy on the way said. Undefined when absent or unreadable.
+ */
+function retryAfterMs(response) {
+    const value = response.headers.get('Retry-After')?.trim();
+    if (!value)
+        return undefined;
+    const ms = /^\d+$/.test(value) ? Number(value) * 1000 : Date.parse(value) - Date.now();
+    return Number.isNaN(ms) ? undefined : Math.min(60_000, Math.max(0, ms));
+}
+/** Exponential, from 250 ms up to 5 s, with jitter, so that clients cut off together do not come back together. */
+function backoffMs(attempt) {
+    return Math.min(5000, 250 * 2 ** (attempt - 1)) * (0.5 + Math.random() / 2);
+}
+/** Waits `ms`, or rejects with the signal's reason once it aborts. */
+function sleep(ms, signal) {
+    return new Promise((resolve, reject) => {
+        if (signal?.aborted)
+            return reject(signal.reason);
+        const done = () => {
+            signal?.removeEventListener('abort', aborted);
+            resolve();
+        };
+        const timer = setTimeout(done, ms);
+        const aborted = () => {
+            clearTimeout(timer);
+            reject(signal?.reason);
+        };
+        signal?.addEventListener('abort', aborted, { once: true });
+    });
+}
+
+/** `X-Read-From: primary`: a read right after a write sees it, wherever the service reads a replica. */
+const PRIMARY = { 'X-Read-From': 'primary' };
+/** GET /bikes/{id}: the bike, whose state the client remembers for a later update. */
+async function getBike(ctx, id, { signal, primary = false } = {}) {
+    const { answer } = await persist((bounded) => ctx.api.GET('/bikes/{id}', {
+        params: { path: { id }, header: primary ? PRIMARY : undefined },
+        signal: bounded,
+    }), ctx.persistence(`GET /bikes/${id}`, signal));
+    if (!answer.data)
+        throw refusal(`GET /bikes/${id}`, answer.response);
+    ctx.states.remember(answer.data, answer.response);
+    return answer.data;
+}
+/**
+ * POST /bikes/ under one Idempotency-Key (a random UUID unless given) kept across its retries
+ * (docs/decisions.md#idempotency-keys): whatever the answers, the service makes one bike at most.
+ * After an answer that leaves the outcome unknown (504, a lost connection), the bike named in
+ * `Content-Location` is read: if it is there, it is the answer; otherwise the key is sent again,
+ * which answers the bike if the first attempt made it, or makes it.
+ */
+async function createBike(ctx, bike, { signal, idempotencyKey = uuidV4() } = {}) {
+    const { answer } = await persist((bounded) => ctx.api.POST('/bikes/', {
+        params: { header: { 'Idempotency-Key': idempotencyKey } },
+        body: bike,
+        signal: bounded,
+    }), { ...ctx.persistence('POST /bikes/', signal), tokens: ctx.tokens, idempotencyKey }, async (unsettled, bounded) => {
+        const location = unsettled?.response.headers.get('Content-Location');
+        const id = location?.slice(location.lastIndexOf('/') + 1);
+        if (!id)
+            return undefined;
+        const found = await ctx.api.GET('/bikes/{id}', { params: { path: { id }, header: PRIMARY }, signal: bounded });
+        return found.data ? found : undefined;
+    });
+    if (!answer.data)
+        throw refusal('POST /bikes/', answer.response);
+    ctx.states.remember(answer.data, answer.response);
+    return answer.data;
+}
+/**
+ * PATCH /bikes/{id} with `If-Match`: the changes apply only to the bike as this client last read
+ * or wrote it; or, given the bike itself (from a list, a page, the feed), only to that state of it.
+ * A bike the client has not read is read first. A 412 (or a bike given that is no longer as it
+ * is) throws ConflictError with the bike as it is now. A retry after an unknown outcome that finds
+ * the changes already there returns the bike: the first attempt applied them.
+ */
+async function updateBike(ctx, target, changes, { signal } = {}) {
+    const id = typeof target === 'string' ? target : target.id;
+    const what = `PATCH /bikes/${id}`;
+    let etag = ctx.states.etagOf(id, typeof target === 'string' ? undefined : target);
+    if (etag === undefined) {
+        const current = await getBike(ctx, id, { signal, primary: true });
+        if (typeof target !== 'string' && canonicalJson(current) !== canonicalJson(target)) {
+            throw new ConflictError(current);
+        }
+        etag = ctx.states.etagOf(id);
+    }
+    const { answer, unknown } = await persist((bounded) => ctx.api.PATCH('/bikes/{id}', {
+        params: { path: { id }, header: etag === undefined ? undefined : { 'If-Match': etag } },
+        body: changes,
+        signal: bounded,
+    }), { ...ctx.persistence(what, signal), tokens: ctx.tokens });
+    if (answer.data) {
+        ctx.states.remember(answer.data, answer.response);
+        return answer.data;
+    }
+    if (answer.response.status !== 412) {
+        if (answer.response.status === 404)
+            ctx.states.forget(id);
+        throw refusal(what, answer.response);
+    }
+    const current = await getBike(ctx, id, { signal, primary: true });
+    const applied = Object.entries(changes).every(([field, value]) => canonicalJson(current[field]) === canonicalJson(value));
+    if (unknown && applied)
+        return current;
+    throw new ConflictError(current);
+}
+/**
+ * DELETE /bikes/{id}, with `If-Match` when the client has read the bike: a bike changed since is
+ * kept (ConflictError, with the bike as it is now). A 404 after an unknown outcome is the first
+ * attempt's delete.
+ */
+async function deleteBike(ctx, id, { signal } = {}) {
+    const what = `DELETE /bikes/${id}`;
+    const etag = ctx.states.etagOf(id);
+    const { answer, unknown } = await persist((bounded) => ctx.api.DELETE('/bikes/{id}', {
+        params: { path: { id }, header: etag === undefined ? undefined : { 'If-Match': etag } },
+        signal: bounded,
+    }), { ...ctx.persistence(what, signal), tokens: ctx.tokens });
+    const { status } = answer.response;
+    if (status === 200 || (status === 404 && unknown))
+        return ctx.states.forget(id);
+    if (status === 412)
+        throw new ConflictError(await getBike(ctx, id, { signal, primary: true }));
+    throw refusal(what, answer.response);
+}
+/**
+ * A random (version 4) UUID: an Idempotency-Key no one can guess. From getRandomValues, as
+ * crypto.randomUUID exists only in secure contexts (not in a page served over plain HTTP).
+ */
+function uuidV4() {
+    const bytes = crypto.getRandomValues(new Uint8Array(16));
+    bytes[6] = (bytes[6] & 0x0f) | 0x40;
+    bytes[8] = (bytes[8] & 0x3f) | 0x80;
+    const hex = Array.from(bytes, (byte) => byte.toString(16).padStart(2, '0')).join('');
+    return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}
+
+/**
+ * Sends every request body gzip-compressed (`Content-Encoding: gzip`), which each route that
+ * reads a body takes (docs/decisions.md#content-codings). CompressionStream is in
+ * browsers and Node.js alike.
+ */
+const gzipBodies = {
+    async onRequest({ request }) {
+        if (request.body === null)
+            return undefined;
+        const plain = new Blob([await request.arrayBuffer()]);
+        const gzipped = await new Response(plain.stream().pipeThrough(new CompressionStream('gzip'))).arrayBuffer();
+        const headers = new Headers(request.headers);
+        headers.set('Content-Encoding', 'gzip');
+        return new Request(request, { body: gzipped, headers });
+    },
+};
+
+/** A page of the feed: at most this many changes. */
+const PAGE = 1000;
+/** How many of the latest changes' cursors are kept to drop a change met twice. */
+const REMEMBERED = 1000;
+/**
+ * The catalog, then every change to it, each once and in order, handed to `onChange` one at a
+ * time (an async `onChange` is awaited before the next). First the whole catalog as a `list`
+ * (GET /bikes/all), unless `from` says where to go on from; then the feed from the list's
+ * `Catalog-Cursor`: an event stream where there is an EventSource (browsers), otherwise pages of
+ * GET /bikes/changes. Where the feed cannot go on (410: pruned past the cursor, or another
+ * history of the catalog; or a cursor the service no longer opens), the catalog is listed again.
+ * A service that does not answer is asked again, for as long as it takes. Resolves once `signal`
+ * aborts; rejects with what `onChange` throws, or a refusal that asking again cannot change.
+ */
+async function follow(ctx, onChange, { from, signal, pollMs = 1000 } = {}) {
+    // Every change comes once: a cursor met again (a reconnection that overlaps) is dropped.
+    const recent = new Set();
+    const deliver = async (change) => {
+        if (recent.has(change.cursor))
+            return;
+        recent.add(change.cursor);
+        if (recent.size > REMEMBERED)
+            recent.delete(recent.values().next().value);
+        await onChange(change);
+    };
+    const feed = { ctx, deliver, signal, pollMs };
+    let cursor = from;
+    try {
+        for (;;) {
+            if (cursor === undefined) {
+                const list = await listAll(ctx, signal);
+                recent.clear();
+                await onChange(list);
+                cursor = list.cursor;
+            }
+            await (ctx.EventSource ? streamFrom(feed, cursor, ctx.EventSource) : pagesFrom(feed, cursor));
+            // They return only where the feed cannot go on from where it stood.
+            cursor = undefined;
+        }
+    }
+    catch (err) {
+        if (signal?.aborted)
+            return;
+        throw err;
+    }
+}
+/** GET /bikes/all, and the feed's point it is consistent with. */
+async function listAll(ctx, signal) {
+    const what = 'GET /bikes/all';
+    const { answer } = await persist((bounded) => ctx.api.GET('/bikes/all', { signal: bounded }), {
+        ...ctx.persistence(what, signal),
+        attempts: Infinity,
+    });
+    if (!answer.data)
+        throw refusal(what, answer.response);
+    const cursor = answer.response.headers.get('Catalog-Cursor');
+    if (cursor === null)
+        throw new CatalogError(`${what} answered no Catalog-Cursor`, answer.response.status);
+    return { type: 'list', bikes: answer.data, cursor };
+}
+/**
+ * A page of the feed after `cursor`, delivered, and the cursor after it; or `gone` where the feed
+ * cannot go on from `cursor`. An empty page moves the cursor to its `Catalog-Cursor`: where the
+ * follower stands, which pruning does not pass while the follower keeps up.
+ */
+async function pageAfter(feed, cursor) {
+    const what = 'GET /bikes/changes';
+    const { answer } = await persist((bounded) => feed.ctx.api.GET('/bikes/changes', {
+        params: { query: { since: cursor, limit: PAGE } },
+        signal: bounded,
+    }), { ...feed.ctx.persistence(what, feed.signal), attempts: Infinity });
+    const { response, data } = answer;
+    const refusedCursor = response.status === 400 && response.headers.get('X-Invalid-Field') === 'since';
+    if (response.status === 410 || refusedCursor)
+        return { gone: true };
+    if (!data)
+        throw refusal(what, response);
+    for (const change of data) {
+        await feed.deliver(change);
+        cursor = change.cursor;
+    }
+    if (data.length === 0)
+        cursor = response.headers.get('Catalog-Cursor') ?? cursor;
+    return { cursor, full: data.length === PAGE };
+}
+/** Pages of the feed from `cursor`, for as long as it goes on. */
+async function pagesFrom(feed, from) {
+    let cursor = from;
+    for (;;) {
+        const page = await pageAfter(feed, cursor);
+        if ('gone' in page)
+            return;
+        cursor = page.cursor;
+        if (!page.full)
+            await sleep(feed.pollMs, feed.signal);
+    }
+}
+/**
+ * The feed as an event stream from `cursor`, for as long as it goes on. The EventSource reconnects
+ * by itself (with Last-Event-ID) while the service answers nothing; an answer that ends it (410,
+ * 429, 503, ...) is not shown to it, so a page from its last event says what it was, and gives
+ * what came meanwhile, before a stream opens again.
+ */
+async function streamFrom(feed, from, EventSource) {
+    let cursor = from;
+    for (;;) {
+        const page = await pageAfter(feed, await stream(feed, cursor, EventSource));
+        if ('gone' in page)
+            return;
+        cursor = page.cursor;
+        // Not straight back to a stream that was refused (too many streams: 429).
+        await sleep(feed.pollMs, feed.signal);
+    }
+}
+/** One EventSource from `since`, its events delivered in order; the last one's cursor once it has closed. */
+function stream(feed, since, EventSource) {
+    const { ctx, deliver, signal } = feed;
+    return new Promise((resolve, reject) => {
+        if (signal?.aborted)
+            return reject(signal.reason);
+        const source = new EventSource(`${ctx.baseUrl}/bikes/changes?since=${encodeURIComponent(since)}`);
+        let cursor = since;
+        let delivered = Promise.resolve();
+        let failed = false;
+        const stop = (err) => {
+            failed = true;
+            source.close();
+            signal?.removeEventListener('abort', aborted);
+            reject(err);
+        };
+        const aborted = () => stop(signal?.reason);
+        signal?.addEventListener('abort', aborted, { once: true });
+        source.addEventListener('message', (event) => {
+            let change;
+            try {
+                change = JSON.parse(event.data);
+            }
+            catch (err) {
+                return stop(err);
+            }
+            cursor = change.cursor;
+            delivered = delivered.then(() => (failed ? undefined : deliver(change))).catch(stop);
+        });
+        source.addEventListener('error', () => {
+            // CONNECTING: it reconnects by itself. CLOSED (2): an answer that ended it.
+            if (source.readyState !== 2 || failed)
+                return;
+            signal?.removeEventListener('abort', aborted);
+            void delivered.then(() => failed || resolve(cursor));
+        });
+    });
+}
+
+/**
+ * GET /bikes, page after page: each page's bikes, the next page asked for at the address its
+ * `Link: <...>; rel="next"` gives, as it is, until a page has none
+ * (docs/decisions.md#paged-listing). `limit` is the size of a page (1 to 250; 24 when absent).
+ */
+async function* pages(ctx, filters = {}, sort, { limit, signal } = {}) {
+    let next;
+    for (;;) {
+        // The next page's query, from its address: openapi-fetch then sends it unchanged.
+        const query = next;
+        const { answer } = await persist((bounded) => query === undefined
+            ? ctx.api.GET('/bikes', { params: { query: { ...filters, sort, limit } }, signal: bounded })
+            : ctx.api.GET('/bikes', { querySerializer: () => query, signal: bounded }), ctx.persistence('GET /bikes', signal));
+        if (!answer.data)
+            throw refusal('GET /bikes', answer.response);
+        yield answer.data;
+        const link = nextLink(answer.response.headers.get('Link'));
+        if (link === undefined)
+            return;
+        next = new URL(link, ctx.baseUrl).search.slice(1);
+    }
+}
+/** The target of a `Link` header's `rel="next"` (RFC 8288), or undefined. */
+function nextLink(header) {
+    for (const [, target, params] of (header ?? '').matchAll(/<([^>]*)>([^,]*)/g)) {
+        if (/;\s*rel="?([^";]*\s)?next(\s[^";]*)?"?/i.test(params))
+            return target;
+    }
+    return undefined;
+}
+
+/**
+ * The token writes are signed with: asked for when first needed, and again before it expires, as
+ * its `exp` and `iat` claims say (read, not verified: the service verifies). A token whose `exp`
+ * cannot be read is asked for each time: its source knows when it ends. A token the service
+ * refuses is renewed once (`renew`, by persist).
+ */
+class Tokens {
+    source;
+    token;
+    renewAt = 0;
+    constructor(source) {
+        this.source = source;
+    }
+    async authorization() {
+        if (this.token === undefined || Date.now() >= this.renewAt) {
+            const pending = this.source();
+            // Requests meanwhile wait for this one rather than each asking for a token.
+            this.token = pending;
+            this.renewAt = Infinity;
+            pending.then((token) => {
+                if (this.token === pending)
+                    this.renewAt = renewalTime(token);
+            }, () => {
+                if (this.token === pending)
+                    this.token = undefined;
+            });
+        }
+        return `Bearer ${await this.token}`;
+    }
+    /** Forgets the token, so the next request gets another. */
+    renew() {
+        this.token = undefined;
+    }
+}
+/**
+ * When a token that came now should be renewed (Date.now()'s milliseconds): a quarter of its life
+ * before its `exp`, a minute at most. Where our clock says that time has passed already (a clock
+ * ahead of the issuer's), that long after it came, so that a token is not asked for on every
+ * request. Now, when the token does not say.
+ */
+function renewalTime(token) {
+    const { exp, iat } = claimsOf(token);
+    if (typeof exp !== 'number')
+        return 0;
+    const life = typeof iat === 'number' ? exp - iat : 0;
+    const margin = Math.min(60, life / 4);
+    const byClock = (exp - margin) * 1000;
+    return byClock > Date.now() ? byClock : Date.now() + (life - margin) * 1000;
+}
+/** A JWT's claims, unverified; {} for a token that is not one. */
+function claimsOf(token) {
+    const payload = token.split('.')[1];
+    try {
+        const claims = JSON.parse(atob(payload.replace(/-/g, '+').replace(/_/g, '/')));
+        return typeof claims === 'object' && claims !== null ? claims : {};
+    }
+    catch {
+        return {};
+    }
+}
+/** A token source as the function Tokens asks. */
+function tokenFunction(source) {
+    return typeof source === 'string' ? async () => source : async () => source();
+}
+
+/** A client of the bike catalog service at `baseUrl`, with the rules of docs/clients.md built in. */
+function createCatalogClient(options) {
+    const { baseUrl, username, attempts = 10, timeoutMs = 60_000 } = options;
+    const api = createClient({ baseUrl, fetch: options.fetch });
+    if (options.compress)
+        api.use(gzipBodies);
+    const persistence = (what, signal) => ({ what, attempts, timeoutMs, signal });
+    const issued = async () => {
+        const { answer } = await persist((bounded) => api.POST('/api/user', { body: username === undefined ? undefined : { username }, signal: bounded }), persistence('POST /api/user'));
+        if (answer.data)
+            return answer.data.token;
+        throw refusal('POST /api/user (where the service gives no tokens, give the client a `token`)', answer.response);
+    };
+    const tokens = new Tokens(options.token === undefined ? issued : tokenFunction(options.token));
+    api.use(signWrites(tokens));
+    const globalEventSource = globalThis.EventSource;
+    const ctx = {
+        api,
+        baseUrl: baseUrl.replace(/\/+$/, ''),
+        tokens,
+        states: new BikeStates(),
+        persistence,
+        EventSource: options.EventSource === undefined ? globalEventSource : (options.EventSource ?? undefined),
+    };
+    return {
+        get: (id, callOptions) => getBike(ctx, id, callOptions),
+        create: (bike, callOptions) => createBike(ctx, bike, callOptions),
+        update: (bike, changes, callOptions) => updateBike(ctx, bike, changes, callOptions),
+        delete: (id, callOptions) => deleteBike(ctx, id, callOptions),
+        pages: (filters, sort, callOptions) => pages(ctx, filters, sort, callOptions),
+        follow: (onChange, followOptions) => follow(ctx, onChange, followOptions),
+        api,
+    };
+}
+/** Signs every write with the client's token (one that comes with its own Authorization is left as it is). */
+function signWrites(tokens) {
+    return {
+        async onRequest({ request, schemaPath }) {
+            const read = request.method === 'GET' || request.method === 'HEAD';
+            if (read || schemaPath === '/api/user' || request.headers.has('Authorization'))
+                return undefined;
+            const authorization = await tokens.authorization().catch((err) => {
+                // Not a lost connection to try again (retry.ts): what the token's source said.
+                if (err instanceof CatalogError)
+                    throw err;
+                throw new CatalogError(`no token: ${err instanceof Error ? err.message : String(err)}`, undefined, {
+                    cause: err,
+                });
+            });
+            request.headers.set('Authorization', authorization);
+            return request;
+        },
+    };
+}
+
+export { CatalogError, ConflictError, NotFoundError, RequestError, ServerError, createCatalogClient };

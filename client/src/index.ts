@@ -1,0 +1,13 @@
+/**
+ * The bike catalog service's client. Its calls are openapi-fetch's, typed by schema.ts, which
+ * openapi-typescript generates from the service's OpenAPI document; what it adds are the rules
+ * of docs/clients.md, each a function.
+ */
+export { createCatalogClient, type CatalogClient, type CatalogClientOptions } from './client.ts';
+export type { CallOptions } from './bikes.ts';
+export type { EventSourceConstructor, EventSourceLike } from './context.ts';
+export { CatalogError, ConflictError, NotFoundError, RequestError, ServerError } from './errors.ts';
+export type { FollowOptions } from './follow.ts';
+export type { components, operations, paths } from './schema.ts';
+export type { TokenSource } from './tokens.ts';
+export type { Bike, BikePatch, CatalogEvent, Change, Filters, NewBike, Sort } from './types.ts';

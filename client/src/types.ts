@@ -1,0 +1,27 @@
+import type { components, operations } from './schema.ts';
+
+/** The service's types, as its OpenAPI document declares them (schema.ts, generated). */
+type Schemas = components['schemas'];
+
+export type Bike = Schemas['Bike'];
+/** The eight fields a create sends (the service makes `id` and `handle`). */
+export type NewBike = Schemas['NewBike'];
+/** Any of a bike's fields, for an update. */
+export type BikePatch = Schemas['BikePatch'];
+
+/** A change of the feed, told apart by `type`: the document's `Change` carries `bike` on an upsert only. */
+export type Change = Omit<Schemas['Change'], 'type' | 'bike'> &
+  ({ type: 'upsert'; bike: Bike } | { type: 'delete'; bike?: undefined });
+
+/**
+ * What `follow` hands over: the whole catalog (`list`, first, and again after the feed could not
+ * go on: replace what you hold with it), then each change after it, in order. `cursor` is where
+ * to resume from (`follow(onChange, { from: cursor })`).
+ */
+export type CatalogEvent = Change | { type: 'list'; bikes: Bike[]; cursor: string };
+
+type BrowseQuery = NonNullable<operations['browseBikes']['parameters']['query']>;
+/** GET /bikes's filters. */
+export type Filters = Omit<BrowseQuery, 'sort' | 'limit' | 'cursor'>;
+/** GET /bikes's orders, each reversed with a leading `-`. */
+export type Sort = NonNullable<BrowseQuery['sort']>;

@@ -1,0 +1,95 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { createRemoteJWKSet, errors, jwtVerify, type JWTVerifyGetKey } from 'jose';
+import type { Caller } from './caller';
+
+/** The shop's identity provider: where its public keys are, and what its tokens must say (JWT_*). */
+export interface IdentityProvider {
+  /** JWT_JWKS_URL: its JSON Web Key Set, https:// (http:// on the loopback interface only). */
+  jwksUrl: URL;
+  /** JWT_ISSUER: the `iss` its tokens carry. */
+  issuer: string;
+  /** JWT_AUDIENCE: an `aud` its tokens must carry, naming this service. */
+  audience: string;
+}
+
+/** The algorithms of the provider's tokens: its keys are public keys, never a shared secret. */
+export const PROVIDER_ALGORITHMS = ['RS256', 'ES256'];
+
+/** How the key set is kept (docs/decisions.md#who-may-write); tests shorten the age. */
+export interface KeySetTiming {
+  /** A key set older than this is fetched again before a token is verified with it. */
+  maxAgeMs: number;
+  /** A token with a key the set lacks fetches it again, at most once in this time. */
+  cooldownMs: number;
+}
+
+const KEY_SET_TIMING: KeySetTiming = { maxAgeMs: 60_000, cooldownMs: 1_000 };
+/** How long a fetch of the key set may take. */
+const FETCH_TIMEOUT_MS = 5_000;
+
+/** The provider's key set could not be had (unreachable, slow, not a key set): the token cannot be judged. */
+export class KeysUnavailable extends Error {}
+
+/**
+ * The provider's keys, through jose's remote key set (it caches the set, and fetches it again
+ * when it is old or a token names a key it lacks, once per cooldown), with one addition: a token
+ * naming a key the set lacks, met during the cooldown, waits for it to end and looks again rather
+ * than being refused, so a key the provider has just added is accepted from its first token.
+ */
+function providerKeys(url: URL, timing: KeySetTiming): JWTVerifyGetKey {
+  const remote = createRemoteJWKSet(url, {
+    cacheMaxAge: timing.maxAgeMs,
+    cooldownDuration: timing.cooldownMs,
+    timeoutDuration: FETCH_TIMEOUT_MS,
+  });
+  const keyOf: JWTVerifyGetKey = async (header, token) => {
+    // Cooling down now: a key the set lacks is refused without fetching it again. Otherwise jose
+    // fetches it again for such a key, and a key still missing then is refused at once.
+    const coolingDown = remote.coolingDown;
+    try {
+      return await remote(header, token);
+    } catch (err) {
+      if (!(err instanceof errors.JWKSNoMatchingKey) || !coolingDown) throw err;
+      await sleep(timing.cooldownMs);
+      return remote(header, token);
+    }
+  };
+  return async (header, token) => {
+    try {
+      return await keyOf(header, token);
+    } catch (err) {
+      // No key, or more than one, for the token: the token's fault. Anything else: the set's.
+      if (err instanceof errors.JWKSNoMatchingKey || err instanceof errors.JWKSMultipleMatchingKeys) throw err;
+      throw new KeysUnavailable("the identity provider's key set could not be fetched", { cause: err });
+    }
+  };
+}
+
+/**
+ * Verifies a token of the identity provider: signed (RS256 or ES256) by a key of its set, its
+ * `iss` and an `aud` as configured, a `sub`, an `exp` not past and an `nbf` and `iat` not ahead,
+ * each within the clock skew. Throws KeysUnavailable when the key set cannot be had; anything
+ * else thrown is a refusal.
+ */
+export function providerVerifier(
+  provider: IdentityProvider,
+  clockSkewSeconds: number,
+  timing: KeySetTiming = KEY_SET_TIMING,
+): (token: string) => Promise<Caller> {
+  const keys = providerKeys(provider.jwksUrl, timing);
+  return async (token) => {
+    const { payload } = await jwtVerify(token, keys, {
+      algorithms: PROVIDER_ALGORITHMS,
+      issuer: provider.issuer,
+      audience: provider.audience,
+      requiredClaims: ['exp', 'sub'],
+      clockTolerance: clockSkewSeconds,
+    });
+    // jose looks at iat only against a maximum age; a token from the future is refused, as ours are.
+    if (payload.iat !== undefined && payload.iat > Date.now() / 1000 + clockSkewSeconds) {
+      throw new Error('token issued in the future');
+    }
+    if (!payload.sub) throw new Error('token has an empty sub');
+    return { proven: true, subject: payload.sub, issuer: provider.issuer };
+  };
+}
