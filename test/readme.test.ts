@@ -5,7 +5,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { type EmbeddedPostgres, startEmbeddedPostgres } from '../src/postgres/embedded-postgres';
 import { CLIENT, codeBlock, newProject, npmEnv } from './client/project';
-import { relayTo } from './support/exchanges';
+import { type Relay, relayTo } from './support/exchanges';
 import { startTestService, type TestService } from './support/service';
 import { tempDataDir } from './support/temp-dir';
 import { waitFor } from './support/wait';
@@ -41,7 +41,7 @@ describe("the README's examples", () => {
   const dataDir = tempDataDir('readme');
   let postgres: EmbeddedPostgres;
   let svc: TestService;
-  let relay: Awaited<ReturnType<typeof relayTo>>;
+  let relay: Relay;
   let outputs: string[];
 
   beforeAll(async () => {

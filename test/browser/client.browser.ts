@@ -5,7 +5,7 @@ import path from 'node:path';
 import { type BrowserContext, chromium, type Page, type Request } from 'playwright-core';
 import type { Bike, CatalogEvent } from '../../client/src/index.ts';
 import { newBike } from '../support/bikes';
-import { relayTo } from '../support/exchanges';
+import { type Relay, relayTo } from '../support/exchanges';
 import { spawnService, type ServiceProcess } from '../support/process';
 import { tempDataDir } from '../support/temp-dir';
 import { CLIENT, codeBlock } from '../client/project';
@@ -32,7 +32,7 @@ describe('the client in headless Chromium, from a page on another origin', () =>
   const scratch = tempDataDir('browser-client');
   let service: ServiceProcess;
   /** The service as the page reaches it: through this process, so its answers are judged against /openapi.json. */
-  let relay: Awaited<ReturnType<typeof relayTo>>;
+  let relay: Relay;
   let site: http.Server;
   let siteUrl: string;
   let browser: BrowserContext;

@@ -3,7 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { type BrowserContext, chromium, type Page } from 'playwright-core';
 import { API_ROUTES } from '../../src/http/api-routes';
-import { relayTo } from '../support/exchanges';
+import { type Relay, relayTo } from '../support/exchanges';
 import { spawnService, type ServiceProcess } from '../support/process';
 import { tempDataDir } from '../support/temp-dir';
 
@@ -25,7 +25,7 @@ const OPERATIONS = Object.values(API_ROUTES).map(
 describe('GET /docs in headless Chromium', () => {
   const scratch = tempDataDir('browser');
   let service: ServiceProcess | undefined;
-  let relay: Awaited<ReturnType<typeof relayTo>> | undefined;
+  let relay: Relay | undefined;
   let baseUrl: string;
   let browser: BrowserContext;
   let page: Page;

@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Bike } from '../../src/bikes/bike';
 import { client, newBike } from '../support/bikes';
-import { relayTo } from '../support/exchanges';
+import { type Relay, relayTo } from '../support/exchanges';
 import { startTestService, type TestService } from '../support/service';
 import { waitFor } from '../support/wait';
 import { CLIENT, codeBlock, newProject, npm } from './project';
@@ -22,7 +22,7 @@ describe("client/README.md's sync script", () => {
   const home = fs.mkdtempSync(path.join(os.tmpdir(), 'bike-catalog-sync-'));
   let svc: TestService;
   /** The script reaches the service through this process, so its answers are judged against /openapi.json. */
-  let relay: Awaited<ReturnType<typeof relayTo>>;
+  let relay: Relay;
   let project: string;
 
   beforeAll(async () => {

@@ -328,11 +328,17 @@ function parseAnswers(bytes: Buffer, requests: WireRequest[], ended: boolean): A
   return answers;
 }
 
+export interface Relay {
+  /** Where the client is to send its requests. */
+  baseUrl: string;
+  close(): Promise<void>;
+}
+
 /**
  * A relay on 127.0.0.1 to the server at `baseUrl`, for a client outside this process (curl in a
  * shell): its exchanges pass through a socket of this process, so the tap sees them.
  */
-export async function relayTo(baseUrl: string): Promise<{ baseUrl: string; close(): Promise<void> }> {
+export async function relayTo(baseUrl: string): Promise<Relay> {
   const target = new URL(baseUrl);
   const sockets = new Set<net.Socket>();
   const server = net.createServer((client) => {
