@@ -1,27 +1,23 @@
 import Koa from 'koa';
+import { API_ROUTES, apiRouter } from './api';
+import { apiDocument } from './api/document';
 import type { Tokens } from './auth/tokens';
 import type { BikeRepository } from './bikes/repository';
-import { API_ROUTES } from './http/api-routes';
-import { bikeHandlers } from './http/bike-handlers';
-import { entityTags, parseTagCondition } from './http/conditional';
+import type { Readiness } from './db/readiness';
+import type { LiveFeed } from './feed/live';
 import { cors } from './http/cors';
 import type { Cursors } from './http/cursors';
-import { feedCursors } from './http/feed-cursor';
-import { pageCursors } from './http/page-cursor';
 import { docsRouter } from './http/docs-router';
 import { errorHandler } from './http/errors';
-import { changeStreams, HEARTBEAT_MS } from './http/event-stream';
-import type { Readiness } from './db/readiness';
+import { HEARTBEAT_MS } from './http/event-stream';
 import { healthRouter, metricsRouter } from './http/health-router';
+import type { AbuseLimits } from './http/limits';
 import { methodNotAllowed } from './http/method-not-allowed';
+import { representation } from './http/representation';
 import { requestLog } from './http/request-log';
 import { requestMetrics } from './http/request-metrics';
-import { representation } from './http/representation';
-import { corsHeadersOf, routerOf } from './http/route';
-import { tokenHandlers } from './http/token-handlers';
+import { corsHeadersOf } from './http/route';
 import type { Logger } from './logger';
-import type { AbuseLimits } from './http/limits';
-import type { LiveFeed } from './feed/live';
 
 export interface AppDeps {
   /** Reads may come from a replica. */
@@ -113,31 +109,21 @@ export function createApp({
   app.use(representation());
   app.use(errorHandler(logger));
   app.use(methodNotAllowed());
-  const tags = entityTags(catalogIdentity);
-  const feed = feedCursors(cursors, catalogIdentity);
-  const streams = changeStreams(live, feed, limits, { maxStreams: maxEventStreams, heartbeatMs });
   const routers = [
-    routerOf(
-      API_ROUTES,
-      {
-        ...bikeHandlers(bikes, bikesOnPrimary, tags, feed, pageCursors(cursors), streams),
-        ...tokenHandlers(tokens),
-      },
-      {
-        tokens,
-        // Looked at on the primary, as the writes are.
-        currentState: async (id) => (await bikesOnPrimary.current(id))?.state ?? null,
-        conditions: (ctx) =>
-          tags.conditionsOf({
-            ifMatch: parseTagCondition(ctx.req.headers['if-match']),
-            ifNoneMatch: parseTagCondition(ctx.req.headers['if-none-match']),
-          }),
-        limits,
-      },
-    ),
+    apiRouter({
+      bikes,
+      bikesOnPrimary,
+      catalogIdentity,
+      cursors,
+      tokens,
+      limits,
+      live,
+      maxEventStreams,
+      heartbeatMs,
+    }),
     healthRouter(readiness),
     ...(servesMetrics ? [metricsRouter()] : []),
-    docsRouter(),
+    docsRouter(apiDocument),
   ];
   for (const router of routers) {
     app.use(router.routes());

@@ -4,7 +4,7 @@ import path from 'node:path';
 /**
  * docs/architecture.md names files and what they declare; it must stay true of the code. Every
  * backticked path it gives must exist, and every backticked name it places in a file
- * ("`check` in `src/bikes/yup.ts`", "`src/db/pool.ts` (`writeOn`, `ROLE_SETTINGS`)") must be
+ * ("`check` in `src/http/schema.ts`", "`src/db/pool.ts` (`writeOn`, `ROLE_SETTINGS`)") must be
  * declared there.
  */
 const ROOT = path.join(__dirname, '..');

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { bikeJson, bikesJson } from '../src/http/bike-json';
+import { bikeJson, bikesJson } from '../src/api/bike-json';
 
 /** The compiled serializer must write exactly what JSON.stringify writes: clients see the same bytes. */
 describe('the bike serializer', () => {

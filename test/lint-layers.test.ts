@@ -29,6 +29,13 @@ describe('the layering of src/', () => {
     ['src/bikes/example.ts', "import { routerOf } from '../http/route';"],
     ['src/feed/example.ts', "import { registry } from '../metrics';"],
     ['src/http/example.ts', "import { startEmbeddedPostgres } from '../postgres/embedded-postgres';"],
+    // The kernel knows no bike: neither the catalog's data, nor the feed, nor the API's operations.
+    ['src/http/example.ts', "import { createBikeRepository } from '../bikes/repository';"],
+    ['src/http/example.ts', "import { changesAfter } from '../feed/changes';"],
+    ['src/http/example.ts', "import { API_ROUTES } from '../api';"],
+    // Of the kernel, bikes/ may use only the modules its row names.
+    ['src/bikes/example.ts', "import { readBody } from '../http/body';"],
+    ['src/bikes/example.ts', "import { schemaOf } from '../http/schema-extra';"],
     // A folder the table does not list has no arrows at all.
     ['src/example/example.ts', "import { isDatabaseUnavailable } from '../db/errors';"],
     ['src/example/example.ts', "import { registry } from '../metrics';"],
@@ -41,6 +48,9 @@ describe('the layering of src/', () => {
   it.each([
     ['src/http/example.ts', "import { isDatabaseUnavailable } from '../db/errors';"],
     ['src/feed/example.ts', "import { listVersion } from '../bikes/catalog-version';"],
+    ['src/bikes/example.ts', "import { WRONG_TYPE } from '../http/schema';"],
+    ['src/api/example.ts', "import { routerOf } from '../http/route';"],
+    ['src/api/example.ts', "import { createBikeRepository } from '../bikes/repository';"],
     ['src/db/example.ts', "import { registry } from '../metrics';"],
     // Within its own folder, any folder may import, listed or not.
     ['src/db/example.ts', "import { writeOn } from './pool';"],

@@ -1,4 +1,5 @@
 import * as yup from 'yup';
+import { WRONG_TYPE } from '../http/schema';
 
 /**
  * The bike, defined once: its fields, their types and their order in responses. The TypeScript
@@ -15,10 +16,6 @@ import * as yup from 'yup';
 /** Strings PostgreSQL can store; written to mean the same with and without the regex `u` flag. */
 // eslint-disable-next-line no-control-regex -- U+0000 is exactly what it excludes
 const STORABLE = /^(?:[^\u0000\uD800-\uDFFF]|[\uD800-\uDBFF][\uDC00-\uDFFF])*$/;
-
-// yup's default type-error message prints the value with JSON.stringify, which overflows the
-// stack on a deeply nested body ([[[...]]]): every type check uses this fixed message instead.
-const WRONG_TYPE = '${path} has the wrong type';
 
 // Each field carries an example, for the API description (src/http/openapi.ts).
 const text = (example: string) =>

@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
-import { kysely } from '../db/sql';
+import type { Query } from '../db/pool';
+import { kysely, prepare } from '../db/sql';
 
 /**
  * The catalog's version, as every list's ETag uses it (docs/decisions.md#conditional-get), and
@@ -33,7 +34,7 @@ const versionSlots = () =>
  * from (docs/decisions.md#the-change-feed). The slots and the triggers are one row each, and so is
  * the pruning's state, joined so that a missing one leaves its horizon null instead of the row out.
  */
-export const listVersion = () =>
+const listVersion = () =>
   kysely
     .selectFrom([versionSlots(), catalogTriggers()])
     .leftJoin('bike_changes_pruning', (join) => join.onTrue())
@@ -46,6 +47,13 @@ export const listVersion = () =>
       sql<string>`horizon_txid::text`.as('horizon_txid'),
       sql<string>`horizon_change_id::text`.as('horizon_change_id'),
     ]);
+
+/**
+ * The start of a list's statement: the catalog's version, to which the list's rows are joined (a
+ * lateral join, on true), so that they and their version are one statement, one snapshot; the
+ * version's row comes alone, the rows' columns null, when there are none.
+ */
+export const withListVersion = () => kysely.with('version', () => listVersion()).selectFrom('version');
 
 /**
  * What a list's rows are consistent with, for the change feed to go on from
@@ -72,4 +80,27 @@ export const seenOf = (row: {
 /** A list's version as its ETag uses it: undefined while a trigger that keeps it is off. */
 export function versionOf(row: { version: string; touched: string; triggers: string; counting: boolean }) {
   return row.counting ? [row.version, row.touched, row.triggers] : undefined;
+}
+
+/** The catalog's version alone. */
+export const versionAlone = prepare({}, () => listVersion());
+
+/** A list, or a page, the client has already: the version it is at, and what its rows saw. */
+export interface Unchanged {
+  current: true;
+  version: string[];
+  seen: Seen;
+}
+
+/**
+ * The catalog's version read alone, when `current` says the client's copy of a list is of it (a
+ * 304 reads no row); undefined when it is not.
+ */
+export async function unchangedFor(
+  query: Query,
+  current: (version: string[]) => boolean,
+): Promise<Unchanged | undefined> {
+  const [state] = await versionAlone.run(query, {});
+  const version = versionOf(state);
+  return version && current(version) ? { current: true, version, seen: seenOf(state) } : undefined;
 }

@@ -1,8 +1,8 @@
 import { type RawBuilder, sql } from 'kysely';
 import type { Query } from '../db/pool';
-import { containing, kysely, param, prepare } from '../db/sql';
+import { containing, param, prepare } from '../db/sql';
 import type { Bike } from './bike';
-import { listVersion, type Seen, seenOf, versionOf } from './catalog-version';
+import { type Seen, seenOf, type Unchanged, unchangedFor, versionOf, withListVersion } from './catalog-version';
 import { BIKE_COLUMNS, fromModelFields } from './model';
 
 /**
@@ -116,6 +116,8 @@ export interface PageRequest {
 }
 
 export interface Page {
+  /** Not a page the client has already (Unchanged). */
+  current: false;
   /** The catalog's version, for the page's ETag: undefined while a trigger that keeps it is off. */
   version: string[] | undefined;
   seen: Seen;
@@ -144,9 +146,7 @@ function pageStatement(sort: Sort, filters: FilterName[], after: boolean) {
     params.seq = seq;
   }
   return prepare(params, (p) =>
-    kysely
-      .with('version', () => listVersion())
-      .selectFrom('version')
+    withListVersion()
       .leftJoinLateral(
         (eb) => {
           let rows = eb.selectFrom('bikes').select(BIKE_COLUMNS).select('bikes.seq').select(keysOf(columns).as('keys'));
@@ -196,8 +196,24 @@ function valueOf(name: FilterName, filters: PageFilters): unknown {
   return name === 'titleContains' ? containing(filters.titleContains ?? '') : filters[name];
 }
 
-/** A page of bikes, as `request` asks, and where the next one starts. */
-export async function readPage(query: Query, request: PageRequest): Promise<Page> {
+/**
+ * A page of bikes, as `request` asks, and where the next one starts; or, given `current`, which
+ * says whether the client has the page at a version, the version alone when it does (a 304 reads
+ * no row).
+ */
+export async function readPage(query: Query, request: PageRequest): Promise<Page>;
+export async function readPage(
+  query: Query,
+  request: PageRequest,
+  current: ((version: string[]) => boolean) | undefined,
+): Promise<Unchanged | Page>;
+export async function readPage(
+  query: Query,
+  request: PageRequest,
+  current?: (version: string[]) => boolean,
+): Promise<Unchanged | Page> {
+  const unchanged = current && (await unchangedFor(query, current));
+  if (unchanged) return unchanged;
   const filters = FILTER_NAMES.filter((name) => request.filters[name] !== undefined);
   const values: Record<string, unknown> = { limit: request.limit + 1 };
   for (const name of filters) values[name] = valueOf(name, request.filters);
@@ -209,6 +225,7 @@ export async function readPage(query: Query, request: PageRequest): Promise<Page
   const bikes = found.slice(0, request.limit);
   const last = found.length > request.limit ? bikes[bikes.length - 1] : undefined;
   return {
+    current: false,
     version: versionOf(state),
     seen: seenOf(state),
     bikes: bikes.map(fromModelFields),

@@ -1,11 +1,19 @@
 import { sql } from 'kysely';
 import { type Query, type ServicePool, writeOn } from '../db/pool';
 import { poolReads, type Reads } from '../db/replica';
+import { holds, type StateCondition, type WriteConditions } from '../http/preconditions';
 import { containing, kysely, param, prepare } from '../db/sql';
 import type { Bike, BikeFields, BikePatch } from './bike';
-import { listVersion, type Seen, seenOf, versionOf } from './catalog-version';
+import {
+  type Seen,
+  seenOf,
+  type Unchanged,
+  unchangedFor,
+  versionAlone,
+  versionOf,
+  withListVersion,
+} from './catalog-version';
 import { BIKE_COLUMNS, fromModelFields } from './model';
-import { type Page, type PageRequest, readPage } from './pages';
 
 /**
  * The catalog's storage, in Bike objects. Every read and every write is one SQL statement,
@@ -166,13 +174,9 @@ export const statements = {
       .orderBy('seq')
       .limit(p.limit),
   ),
-  /** What a list's ETag is made of (listVersion): read alone when the client may have the list already. */
-  listVersion: prepare({}, () => listVersion()),
   /** The catalog's version and the first batch of the list, in one statement: one snapshot. */
   listHead: prepare({ limit: param<number>() }, (p) =>
-    kysely
-      .with('version', () => listVersion())
-      .selectFrom('version')
+    withListVersion()
       .leftJoinLateral(
         (eb) => eb.selectFrom('bikes').select(BIKE_COLUMNS).select('seq').orderBy('seq').limit(p.limit).as('batch'),
         (join) => join.onTrue(),
@@ -181,9 +185,7 @@ export const statements = {
   ),
   /** The same for a search. */
   titleHead: prepare({ pattern: param<string>(), limit: param<number>() }, (p) =>
-    kysely
-      .with('version', () => listVersion())
-      .selectFrom('version')
+    withListVersion()
       .leftJoinLateral(
         (eb) =>
           eb
@@ -380,32 +382,6 @@ export interface StoredBike {
   state: string;
 }
 
-/**
- * What a write requires of the bike it writes (HTTP's If-Match and If-None-Match, parsed in
- * src/http/conditional.ts), in states of the bike: `any`, that it exists (If-Match) or does not
- * (If-None-Match); otherwise one of `states`, or none of them.
- */
-export interface StateCondition {
-  any: boolean;
-  states: string[];
-}
-
-export interface WriteConditions {
-  ifMatch?: StateCondition;
-  ifNoneMatch?: StateCondition;
-}
-
-/**
- * Whether a bike in `state` (null: there is none) meets the conditions (RFC 9110, 13.2.2: both
- * are evaluated). The same rule the write statements carry (`meets`), for a look at the bike
- * after a write that matched nothing, or before reading a body.
- */
-export function holds({ ifMatch, ifNoneMatch }: WriteConditions, state: string | null): boolean {
-  if (ifMatch && (state === null || !(ifMatch.any || ifMatch.states.includes(state)))) return false;
-  if (ifNoneMatch && state !== null && (ifNoneMatch.any || ifNoneMatch.states.includes(state))) return false;
-  return true;
-}
-
 /** The answer of a write whose preconditions did not hold: nothing was written. */
 export const PRECONDITION_FAILED = 'precondition failed';
 
@@ -440,12 +416,6 @@ export function createBikeRepository({ writes, reads = poolReads(writes) }: { wr
    */
   const missedBecause = async (id: string, when: WriteConditions) =>
     when.ifMatch || when.ifNoneMatch ? (await current(id)) && PRECONDITION_FAILED : null;
-  /** The catalog's version alone, when `current` says the client's copy of a list is of it (a 304). */
-  const unchangedFor = async (current: (version: string[]) => boolean) => {
-    const [state] = await statements.listVersion.run(reads.query, {});
-    const version = versionOf(state);
-    return version && current(version) ? { current: true as const, version, seen: seenOf(state) } : undefined;
-  };
 
   return {
     current,
@@ -507,27 +477,14 @@ export function createBikeRepository({ writes, reads = poolReads(writes) }: { wr
      * or, when a write came between, starts again in it. The batches are read as they are iterated;
      * stopping ends the snapshot.
      */
-    /**
-     * A page of GET /bikes (pages.ts): its bikes, where the next starts and the catalog's version;
-     * or, when the client may have it already, the version alone if `current` says it does.
-     */
-    async page(
-      request: PageRequest,
-      current?: (version: string[]) => boolean,
-    ): Promise<{ current: true; version: string[]; seen: Seen } | ({ current: false } & Page)> {
-      const unchanged = current && (await unchangedFor(current));
-      return unchanged || { current: false, ...(await readPage(reads.query, request)) };
-    },
-
     async list({
       titleContains = '',
       batchSize = LIST_BATCH_SIZE,
       current,
     }: { titleContains?: string; batchSize?: number; current?: (version: string[]) => boolean } = {}): Promise<
-      | { current: true; version: string[]; seen: Seen }
-      | { current: false; version: string[] | undefined; seen: Seen; batches: AsyncGenerator<Bike[]> }
+      Unchanged | { current: false; version: string[] | undefined; seen: Seen; batches: AsyncGenerator<Bike[]> }
     > {
-      const unchanged = current && (await unchangedFor(current));
+      const unchanged = current && (await unchangedFor(reads.query, current));
       if (unchanged) return unchanged;
       const pattern = titleContains ? containing(titleContains) : undefined;
       const batchAfter = (query: Query, after: string) =>
@@ -544,7 +501,7 @@ export function createBikeRepository({ writes, reads = poolReads(writes) }: { wr
         return { current: false, version, seen: seenOf(head[0]), batches: inOneBatch(first) };
       }
       const { begun, snapshot } = await reads.snapshot(async (query) => {
-        const [state] = await statements.listVersion.run(query, {});
+        const [state] = await versionAlone.run(query, {});
         const again = versionOf(state);
         // The same version: the same changes seen, so the head's rows and what it saw stand.
         return version !== undefined && again !== undefined && again.join('\n') === version.join('\n')

@@ -24,27 +24,7 @@ const REJECTED_VALUE_SQLSTATE = /^22...$|^54000$/;
 const UNAVAILABLE_MESSAGE =
   /Connection terminated|timeout exceeded when trying to connect|Query read timeout|Client has encountered a connection error|Connection closed|the database system is (shutting down|starting up|in recovery mode)/i;
 
-/**
- * Prisma Client's codes for "the database is not answering": it cannot be reached (P1001), timed
- * out (P1002, P1008), closed the connection (P1017), no connection to be had (P2024), a write
- * conflict or deadlock a retry resolves (P2034).
- */
-const UNAVAILABLE_PRISMA_CODES = new Set(['P1001', 'P1002', 'P1008', 'P1017', 'P2024', 'P2034']);
-
-/** The pg driver adapter's names for the same (its DriverAdapterError's `kind`). */
-const UNAVAILABLE_ADAPTER_KINDS = new Set([
-  'DatabaseNotReachable',
-  'ConnectionClosed',
-  'SocketTimeout',
-  'TooManyConnections',
-  'TransactionWriteConflict',
-]);
-
-/**
- * The codes and messages of an error and of what it wraps: its causes, and, for Prisma Client's
- * errors, the driver adapter's error in `meta.driverAdapterError`, whose cause carries
- * PostgreSQL's SQLSTATE as `originalCode` (or, for a socket error, a `kind`).
- */
+/** The codes (a SQLSTATE, a socket's) and messages of an error and of the errors it wraps (`cause`). */
 function factsOf(err: unknown): { codes: string[]; messages: string[] } {
   const codes: string[] = [];
   const messages: string[] = [];
@@ -52,10 +32,10 @@ function factsOf(err: unknown): { codes: string[]; messages: string[] } {
   for (let seen = 0; pending.length > 0 && seen < 16; seen++) {
     const e = pending.shift();
     if (!e || typeof e !== 'object') continue;
-    const { code, originalCode, kind, message, originalMessage, cause, meta } = e as Record<string, unknown>;
-    for (const value of [code, originalCode, kind]) if (typeof value === 'string') codes.push(value);
-    for (const value of [message, originalMessage]) if (typeof value === 'string') messages.push(value);
-    pending.push(cause, (meta as { driverAdapterError?: unknown } | undefined)?.driverAdapterError);
+    const { code, message, cause } = e as Record<string, unknown>;
+    if (typeof code === 'string') codes.push(code);
+    if (typeof message === 'string') messages.push(message);
+    pending.push(cause);
   }
   return { codes, messages };
 }
@@ -65,13 +45,8 @@ export function isDatabaseUnavailable(err: unknown): boolean {
   if (err instanceof ServerDownError) return true;
   const { codes, messages } = factsOf(err);
   return (
-    codes.some(
-      (code) =>
-        UNREACHABLE_CODES.has(code) ||
-        UNAVAILABLE_SQLSTATE.test(code) ||
-        UNAVAILABLE_PRISMA_CODES.has(code) ||
-        UNAVAILABLE_ADAPTER_KINDS.has(code),
-    ) || messages.some((message) => UNAVAILABLE_MESSAGE.test(message))
+    codes.some((code) => UNREACHABLE_CODES.has(code) || UNAVAILABLE_SQLSTATE.test(code)) ||
+    messages.some((message) => UNAVAILABLE_MESSAGE.test(message))
   );
 }
 

@@ -61,7 +61,7 @@ const CANCEL_REQUEST_CODE = 80877102;
 
 /**
  * Closes the connection of any client checked out for longer than the limit, which fails its
- * query ("Connection terminated", a 503, or for a write in flight a 504: outcome.ts) and lets
+ * query ("Connection terminated", a 503, or for a write in flight a 504: WriteOutcomeUnknown) and lets
  * the pool replace it. (pg's own query_timeout keeps every query's rows reachable until a full
  * garbage collection; one interval holds none.)
  */

@@ -43,7 +43,7 @@ export interface Page {
   full: boolean;
 }
 
-/** One who follows the feed: this instance's answer to a client (src/http/event-stream.ts). */
+/** One who follows the feed: a stream of this instance's (following.ts). */
 export interface Follower {
   /** Once true, the follower takes nothing more (its client left, or it ended): the feed forgets it. */
   readonly ended: boolean;
@@ -142,7 +142,7 @@ export function liveFeed(query: Query, { pollMs = POLL_MS, onError }: LiveFeedOp
   function deliver(entry: Entry, page: Page, upTo: Position): void {
     const after = entry.point.position;
     const from = page.changes.findIndex((change) => isBefore(after, change.point.position));
-    // The page itself (one array for every follower: its events are made once, event-stream.ts),
+    // The page itself (one array for every follower: it is sealed once, following.ts),
     // unless the follower joined past the page's start.
     const changes = from === 0 ? page.changes : from < 0 ? [] : page.changes.slice(from);
     if (isBefore(after, upTo)) entry.point = { position: upTo };

@@ -30,7 +30,6 @@ const CONTENT_CODINGS: Record<string, string> = {
   deflate: 'deflate',
   br: 'br',
 };
-/** The 415's Accept-Encoding: the codings a body may come in (RFC 9110 12.5.3). */
 
 /** What the body is read as (JSON, form fields, or neither: undefined), and in which charset. */
 function mediaTypeOf(header: string): { kind: 'json' | 'form' | undefined; charset: string } {

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
+import type { IncomingHttpHeaders } from 'node:http';
 import type Koa from 'koa';
-import type { StateCondition, WriteConditions } from '../bikes/repository';
+import type { StateCondition, WriteConditions } from './preconditions';
 
 /**
  * Entity tags and the conditions made of them (RFC 9110, 8.8.3 and 13). Every read answers with
@@ -13,20 +14,15 @@ import type { StateCondition, WriteConditions } from '../bikes/repository';
 /** A list of entity tags as a request header carries it (If-Match, If-None-Match): `*`, or the tags as written. */
 export type TagCondition = { any: true } | { tags: string[] };
 
-/**
- * A write's preconditions, parsed once: absent, `*`, or a list. A field sent twice arrives joined
- * by a comma (RFC 9110, 5.3), so `*, *` or `*, "x"` is `*`; an empty field is an empty list,
- * which no tag matches.
- */
-export interface Preconditions {
-  ifMatch?: TagCondition;
-  ifNoneMatch?: TagCondition;
-}
-
 /** An entity tag (its quoted form, which may hold a comma), or any other run of characters up to a comma. */
 const LIST_ELEMENT = /(?:W\/)?"[^"]*"|[^,\s]+/g;
 
-export function parseTagCondition(value: string | undefined): TagCondition | undefined {
+/**
+ * A list of entity tags as a request field carries it, parsed once: absent, `*`, or a list. A
+ * field sent twice arrives joined by a comma (RFC 9110, 5.3), so `*, *` or `*, "x"` is `*`; an
+ * empty field is an empty list, which no tag matches.
+ */
+function parseTagCondition(value: string | undefined): TagCondition | undefined {
   if (value === undefined) return undefined;
   const elements: string[] = value.match(LIST_ELEMENT) ?? [];
   return elements.includes('*') ? { any: true } : { tags: elements };
@@ -103,14 +99,13 @@ export function entityTags(identity: () => string) {
     /** One bike, in one state: strong. */
     bike: (state: string): string => `"${prefix()}.b${state}"`,
     /**
-     * What If-Match requires (the strong comparison: a weak tag matches nothing) and what
-     * If-None-Match forbids (the weak comparison), in states of the bike.
+     * What a request's If-Match requires (the strong comparison: a weak tag matches nothing) and
+     * what its If-None-Match forbids (the weak comparison), in states of the resource.
      */
-    conditionsOf(preconditions: Preconditions): WriteConditions {
-      return {
-        ifMatch: preconditions.ifMatch && statesOf(preconditions.ifMatch, false),
-        ifNoneMatch: preconditions.ifNoneMatch && statesOf(preconditions.ifNoneMatch, true),
-      };
+    conditionsOf(headers: IncomingHttpHeaders): WriteConditions {
+      const ifMatch = parseTagCondition(headers['if-match']);
+      const ifNoneMatch = parseTagCondition(headers['if-none-match']);
+      return { ifMatch: ifMatch && statesOf(ifMatch, false), ifNoneMatch: ifNoneMatch && statesOf(ifNoneMatch, true) };
     },
   };
 }

@@ -2,7 +2,6 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type Router from '@koa/router';
 import { HttpError } from './errors';
-import { openApiDocument } from './openapi';
 import { newRouter } from './path-matching';
 
 /**
@@ -58,7 +57,8 @@ const CONTENT_SECURITY_POLICY =
 /** The page that shows the API description (the start-up line names it). */
 export const DOCS_PAGE = '/docs';
 
-export function docsRouter(): Router {
+/** The router of the API description `describe` makes (openapi.ts) and the page that shows it. */
+export function docsRouter(describe: () => object): Router {
   const router = newRouter();
   const cache = new Map<string, Buffer>();
   // Built on first request: a document that cannot be built fails /openapi.json (and its
@@ -66,7 +66,7 @@ export function docsRouter(): Router {
   let document: string | undefined;
 
   router.get('/openapi.json', (ctx) => {
-    document ??= JSON.stringify(openApiDocument());
+    document ??= JSON.stringify(describe());
     ctx.type = 'application/json';
     ctx.body = document;
   });

@@ -1,19 +1,15 @@
 import { randomInt } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import type Koa from 'koa';
-import { type Change, type LogState, START } from '../feed/changes';
-import type { Follower, LiveFeed, Page } from '../feed/live';
-import { eventStreams } from '../metrics';
-import { changeJson } from './bike-json';
+import { eventStreams as openStreams } from '../metrics';
 import { HttpError } from './errors';
-import { type FeedCursors, type OpenedCursor, refusal } from './feed-cursor';
 import type { AbuseLimits } from './limits';
 
 /**
- * GET /bikes/changes as Server-Sent Events (docs/decisions.md#live-updates): the changes the live
- * feed gives (src/feed/live.ts), each an event whose `id` is its cursor and whose data is the
- * change as a page of the feed gives it; a comment now and then so that proxies keep the stream;
- * a `retry:` hint at its start and at its end.
+ * Server-Sent Events (docs/decisions.md#live-updates), as HTTP carries them: a stream admitted
+ * within the limits, events written to the response as they come, a comment now and then so that
+ * proxies keep the stream, a `retry:` hint at its start and at its end, and a client that takes
+ * too little cut. What the events say is the route's (src/api/changes.ts).
  */
 
 const EVENT_STREAM = 'text/event-stream';
@@ -58,98 +54,75 @@ export interface EventStreamSettings {
   heartbeatMs: number;
 }
 
-export function changeStreams(
-  live: LiveFeed,
-  feed: FeedCursors,
-  limits: AbuseLimits,
-  { maxStreams, heartbeatMs }: EventStreamSettings,
-) {
-  /** Streams admitted, from their checks to their end. */
-  let admitted = 0;
-  /** The events of a page, made once for every stream it goes to (the shared poll gives each the same array). */
-  const eventsOf = new WeakMap<Change[], string>();
+/** A stream being written to its client. */
+export interface EventStream {
+  /** It has ended (its client left, it was cut, or end() was called): nothing more is written. */
+  readonly ended: boolean;
+  /** Events, as their text; a client that has not taken MAX_UNTAKEN_BYTES of them is cut. */
+  send(events: string): void;
+  /** Ends the stream with a comment saying why, and when to reconnect. */
+  end(why: string): void;
+  /** Settles once the client has taken what it was sent. */
+  drained(): Promise<void>;
+}
 
-  function events(changes: Change[], state: LogState): string {
-    let text = eventsOf.get(changes);
-    if (text === undefined) {
-      text = changes
-        .map((change) => {
-          const cursor = feed.seal(change.point, state);
-          return `id: ${cursor}\ndata: ${changeJson(change, cursor)}\n\n`;
-        })
-        .join('');
-      eventsOf.set(changes, text);
-    }
-    return text;
-  }
-
-  /**
-   * The stream itself, written to the response as each event comes: not through Koa's body, so that
-   * nothing in between (a compressor) holds an event back, and what a client has not taken is the
-   * response's own buffer, bounded (MAX_UNTAKEN_BYTES).
-   */
-  function stream(res: ServerResponse, from: OpenedCursor, first: Page): void {
-    /** Where the stream stands: what the next state read is checked against. */
-    let cursor = from;
-    let ended = false;
-    const heartbeat = setInterval(() => res.write(': keep-alive\n\n'), heartbeatMs);
-    eventStreams.inc();
-    const finish = (): boolean => {
-      if (ended) return false;
-      ended = true;
-      clearInterval(heartbeat);
-      eventStreams.dec();
-      return true;
-    };
-    /** Ends the stream with a comment saying why, and when to reconnect. */
-    const end = (why: string) => {
-      if (finish()) res.end(`: ${why}\n${retryHint()}\n`);
-    };
-    res.once('close', finish);
-
-    const follower: Follower = {
-      get ended() {
-        return ended;
-      },
-      receive(changes, state) {
-        // A capture trigger switched off, or off and on, a restore, another catalog: the client
-        // reconnects from its last event and is told (503, 410), never given a stream with a gap.
-        if (refusal(cursor, state) !== undefined) return end('the change log cannot be followed from here');
-        if (changes.length === 0) return;
-        res.write(events(changes, state));
-        cursor = feed.current(changes[changes.length - 1].point, state);
-        if (res.writableLength > MAX_UNTAKEN_BYTES && finish()) res.destroy();
-      },
-      drained: () => drained(res),
-      closing: () => end('the server is shutting down'),
-    };
-    res.write(`${retryHint()}\n`);
-    live.follow(first, follower);
-  }
-
+/**
+ * The stream itself, written to the response as each event comes: not through Koa's body, so that
+ * nothing in between (a compressor) holds an event back, and what a client has not taken is the
+ * response's own buffer, bounded (MAX_UNTAKEN_BYTES).
+ */
+function streamTo(res: ServerResponse, heartbeatMs: number): EventStream {
+  let ended = false;
+  const heartbeat = setInterval(() => res.write(': keep-alive\n\n'), heartbeatMs);
+  openStreams.inc();
+  const finish = (): boolean => {
+    if (ended) return false;
+    ended = true;
+    clearInterval(heartbeat);
+    openStreams.dec();
+    return true;
+  };
+  res.once('close', finish);
+  res.write(`${retryHint()}\n`);
   return {
-    /**
-     * Answers the request with a stream from `opened` (Last-Event-ID, else `since`; neither: the
-     * start), after the checks a page has (503 while a capture trigger is off, 410 for a cursor
-     * that cannot go on), made on a first page read before the status is sent. First this client's
-     * streams (429), then this instance's (503). HEAD answers as GET would, without a stream.
-     */
-    async serve(ctx: Koa.Context, opened: OpenedCursor | undefined): Promise<void> {
+    get ended() {
+      return ended;
+    },
+    send(events) {
+      res.write(events);
+      if (res.writableLength > MAX_UNTAKEN_BYTES && finish()) res.destroy();
+    },
+    end(why) {
+      if (finish()) res.end(`: ${why}\n${retryHint()}\n`);
+    },
+    drained: () => drained(res),
+  };
+}
+
+export function eventStreams(limits: AbuseLimits, { maxStreams, heartbeatMs }: EventStreamSettings) {
+  /** Streams admitted, from their admission to their end. */
+  let admitted = 0;
+  return {
+    /** A stream for this request, if this client's streams (429), then this instance's (503), allow one more. */
+    async admit(ctx: Koa.Context): Promise<void> {
       await limits.check(ctx, 'eventStreams');
       if (admitted >= maxStreams) throw new HttpError(503);
       admitted++;
       ctx.res.once('close', () => admitted--);
-      const first = await live.read(opened?.point ?? START);
-      const refused = refusal(opened, first.state);
-      if (refused !== undefined) throw new HttpError(refused);
+    },
+    /**
+     * Answers the request with the stream's 200 and its headers, and gives the stream; a HEAD
+     * answers as GET would, without one (undefined).
+     */
+    open(ctx: Koa.Context): EventStream | undefined {
       ctx.status = 200;
       ctx.type = EVENT_STREAM;
       ctx.set({ 'Cache-Control': 'no-store', 'X-Accel-Buffering': 'no' });
-      if (ctx.method === 'HEAD') return;
+      if (ctx.method === 'HEAD') return undefined;
       ctx.respond = false;
-      stream(ctx.res, opened ?? feed.current(START, first.state), first);
+      return streamTo(ctx.res, heartbeatMs);
     },
   };
 }
 
-export type ChangeStreams = ReturnType<typeof changeStreams>;
+export type EventStreams = ReturnType<typeof eventStreams>;

@@ -1,5 +1,5 @@
 import type * as yup from 'yup';
-import { describe } from '../bikes/yup';
+import { describe } from './schema';
 
 export type JsonSchema = { [keyword: string]: unknown };
 

@@ -1,7 +1,7 @@
 import type { RouterContext } from '@koa/router';
 import type Koa from 'koa';
 import { HttpError } from './errors';
-import { isWellFormedPath } from './route';
+import { isWellFormedPath } from './path-matching';
 
 /**
  * A known path asked with a method it does not serve gets 405 and an Allow header; OPTIONS gets

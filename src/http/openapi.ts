@@ -1,25 +1,45 @@
 import fs from 'node:fs';
 import { STATUS_CODES } from 'node:http';
 import path from 'node:path';
-import { bike } from '../bikes/bike';
-import { describe, exampleOf } from '../bikes/yup';
-import { API_ROUTES } from './api-routes';
+import type { ErrorStatus } from './endpoint';
 import { HEADERS, type HeaderName } from './headers';
-import { fromDescription, type JsonSchema, toJsonSchema } from './json-schema';
-import { type ErrorStatus, headersOf, type RouteDeclaration } from './route';
+import { fromDescription, type JsonSchema } from './json-schema';
+import { headersOf, type RouteDeclaration } from './route';
+import { describe } from './schema';
 
 /**
- * The OpenAPI 3.1 description of the nine operations, served at GET /openapi.json, made from
- * their declarations (api-routes.ts): the request schemas are converted from the yup schemas
- * the routes validate with, and each operation's error statuses follow from what its route
- * declares. test/ops/openapi.test.ts checks the document against the running service.
+ * The OpenAPI 3.1 description of an API, made from its routes' declarations: the request schemas
+ * are converted from the yup schemas the routes validate with, each operation's error statuses
+ * follow from what its route declares (errorStatusesOf, endpoint.ts), and its headers from
+ * headersOf (route.ts). What the routes cannot say (the API's name, what a status means on it,
+ * the schemas its answers refer to) the API gives (src/api/document.ts).
  */
 
-const STRINGS_NOTE =
-  'Strings may not contain U+0000 or a lone UTF-16 surrogate; numbers are any finite JSON number. ' +
-  'Types are strict: "5" is not a number and "true" is not a boolean. Unknown fields are ignored.';
-
-const EXAMPLE_ID = exampleOf(bike).id;
+/** What the API says of itself, beside its routes. */
+export interface ApiDescription {
+  routes: Record<string, RouteDeclaration<unknown>>;
+  /** The document's info, but its version: the package's. */
+  info: { title: string; description: string; license: { name: string; identifier: string } };
+  tags: { name: string; description: string }[];
+  /** The tag of an operation. */
+  tagOf(route: RouteDeclaration<unknown>): string;
+  /** What each error status means, where a route says nothing of its own (`meanings`). */
+  errors: Record<ErrorStatus, string>;
+  /** The path parameters, by name: an OpenAPI parameter each, or a $ref to one of `components`. */
+  pathParameters: Record<string, unknown>;
+  /** Said of every request body's schema on the routes that reach the database. */
+  bodyNote: string;
+  /**
+   * The document's components. Its schemas are `schemas` (those the request bodies may refer to),
+   * then the request bodies' own, made from the routes, then `answerSchemas` (only answers use them).
+   */
+  components: {
+    securitySchemes: Record<string, unknown>;
+    parameters: Record<string, unknown>;
+    schemas: Record<string, JsonSchema>;
+    answerSchemas: Record<string, JsonSchema>;
+  };
+}
 
 const ref = (kind: 'schemas' | 'parameters', name: string) => ({
   $ref: `#/components/${kind}/${name}`,
@@ -35,34 +55,17 @@ function headerObject(name: HeaderName): Record<string, unknown> {
 }
 const headerObjects = (names: HeaderName[]) => Object.fromEntries(names.map((name) => [name, headerObject(name)]));
 
-/** The error responses, each a status and its reason phrase as plain text, never JSON; what each means. */
-const ERRORS = {
-  400: 'The request failed validation.',
-  401: 'No bearer token: the Authorization header is missing or has no second element.',
-  403: 'The token failed verification (tampered, another secret or key, expired, an algorithm or issuer not accepted, or living over 1800 s).',
-  404: 'No such bike (a path id that is not a UUID names no bike).',
-  409: 'Conflict: another request with the same Idempotency-Key is still running; retry after Retry-After seconds.',
-  410: 'Gone: the cursor is older than what is kept, or of another history of the catalog; list again.',
-  412: 'A precondition failed (If-Match names another state of the bike, or none; If-None-Match: * and the bike exists, or it names the state the bike is in). Nothing changed.',
-  413: 'The body is larger than 1 MB; nothing is stored.',
-  415: 'The body is in a Content-Encoding the service cannot decode (see Accept-Encoding); nothing is stored.',
-  422: 'The Idempotency-Key was used before with other fields; nothing is stored.',
-  429: 'Over an abuse limit of this client (tokens or writes per minute, lists at once); retry after Retry-After seconds.',
-  503: 'What the service needs is not answering (the database; for a token of the identity provider, its key set), and nothing was written; retry after Retry-After seconds.',
-  504: 'The database stopped answering while the write ran (`Write-Outcome: unknown`): it may or may not have been applied. Read the bike named in Content-Location to know; retry a POST only with the same Idempotency-Key, other writes with If-Match.',
-} as const satisfies Record<ErrorStatus, string>;
-
 /** Any request can get it: node's HTTP parser answers it before any route, with no body. */
 const HEADERS_TOO_LARGE = {
   description: 'The request headers are larger than 256 KB; the connection closes.',
 };
 
 /** The error responses of an operation, each with the headers it carries (headersOf, route.ts). */
-function errorResponses(route: RouteDeclaration<unknown>) {
+function errorResponses(route: RouteDeclaration<unknown>, errors: ApiDescription['errors']) {
   const responses: Record<string, unknown> = {};
   for (const [status, headers] of headersOf(route).errors) {
     responses[status] = {
-      description: route.meanings?.[status] ?? ERRORS[status],
+      description: route.meanings?.[status] ?? errors[status],
       headers: headerObjects(headers),
       content: { 'text/plain': { schema: { type: 'string' }, example: STATUS_CODES[status] } },
     };
@@ -70,17 +73,6 @@ function errorResponses(route: RouteDeclaration<unknown>) {
   return { ...responses, 431: HEADERS_TOO_LARGE };
 }
 
-const PATH_PARAMETERS: Record<string, unknown> = {
-  id: ref('parameters', 'BikeId'),
-  handle: {
-    name: 'handle',
-    in: 'path',
-    required: true,
-    description: 'The handle: the title with spaces turned into dashes, lowercased.',
-    schema: { type: 'string' },
-    example: exampleOf(bike).handle,
-  },
-};
 /** A 304 carries what its 200 would have of the validators. */
 const NOT_MODIFIED = {
   description: 'Not Modified: the If-None-Match ETag is still current; no body.',
@@ -93,20 +85,14 @@ const NOT_PARAMETERS = new Set<HeaderName>(['Authorization', 'Content-Type']);
 /** The OpenAPI path of a route's: /bikes/{id} for /bikes/:id. */
 const openApiPath = (routePath: string) => routePath.replace(/:(\w+)/g, '{$1}');
 
-function buildDocument() {
+/** The OpenAPI document of `api`. */
+export function openApiDocument(api: ApiDescription) {
   const { version } = JSON.parse(fs.readFileSync(path.join(__dirname, '..', '..', 'package.json'), 'utf8')) as {
     version: string;
   };
-  const schemas: Record<string, JsonSchema> = {};
-  schemas.Bike = {
-    description: 'A bike as the service returns it: exactly these fields, each as the client sent it.',
-    ...toJsonSchema(bike, schemas),
-    additionalProperties: false,
-  };
-
+  const schemas: Record<string, JsonSchema> = { ...api.components.schemas };
   const paths: Record<string, Record<string, unknown>> = {};
-  const routes: Record<string, RouteDeclaration<unknown>> = API_ROUTES;
-  for (const [operationId, route] of Object.entries(routes)) {
+  for (const [operationId, route] of Object.entries(api.routes)) {
     const urlPath = openApiPath(route.path);
     const inputs = describe(route.input).fields ?? {};
     const queryFields = inputs.query?.fields ?? {};
@@ -134,18 +120,18 @@ function buildDocument() {
           ...rest,
         };
       });
-    const pathParameters = [...route.path.matchAll(/:(\w+)/g)].map(([, name]) => PATH_PARAMETERS[name]);
-    // The reads of the catalog: conditional (ETag, 304), and from a replica unless told otherwise.
+    const pathParameters = [...route.path.matchAll(/:(\w+)/g)].map(([, name]) => api.pathParameters[name]);
+    // The reads: conditional (ETag, 304), and from a replica unless told otherwise.
     const read = route.method === 'get';
     const parameters = [...pathParameters, ...queryParameters, ...headerParameters];
     const body = route.requestBody;
     if (body && inputs.body) {
-      const note = route.database === false ? '' : ` ${STRINGS_NOTE}`;
+      const note = route.database === false ? '' : ` ${api.bodyNote}`;
       schemas[body.name] = { description: `${body.description}${note}`, ...fromDescription(inputs.body, schemas) };
     }
     paths[urlPath] ??= {};
     paths[urlPath][route.method] = {
-      tags: [route.path.startsWith('/bikes') ? 'bikes' : 'tokens'],
+      tags: [api.tagOf(route)],
       operationId,
       security: route.token ? [{ bearerAuth: [] }] : [],
       summary: route.summary,
@@ -178,89 +164,22 @@ function buildDocument() {
           },
         },
         ...(read && { 304: NOT_MODIFIED }),
-        ...errorResponses(route),
+        ...errorResponses(route, api.errors),
       },
     };
   }
 
   return {
     openapi: '3.1.0',
-    info: {
-      title: 'Bike catalog',
-      version,
-      license: { name: 'MIT', identifier: 'MIT' },
-      description:
-        'A catalog of bikes. Reads are open; creating, replacing, updating and deleting need a bearer token ' +
-        'from `POST /api/user` (or, where the operator has closed it, from the operator or an identity ' +
-        'provider). Failures are a status code with its reason phrase as plain text, never a JSON body. ' +
-        'Every response carries an `X-Request-Id` (yours when you send a short plain one). HEAD works ' +
-        'wherever GET does; a known path asked with another method answers 405 with an `Allow` header.',
-    },
+    info: { title: api.info.title, version, license: api.info.license, description: api.info.description },
     // Relative: the server that serves this document.
     servers: [{ url: '/', description: 'This service' }],
-    tags: [
-      { name: 'bikes', description: 'The catalog' },
-      { name: 'tokens', description: 'Bearer tokens for the write operations' },
-    ],
+    tags: api.tags,
     paths,
     components: {
-      securitySchemes: {
-        bearerAuth: {
-          type: 'http',
-          scheme: 'bearer',
-          bearerFormat: 'JWT',
-          description:
-            'Authorization: Bearer <token>, the token from POST /api/user; where the operator has closed it, ' +
-            "one from the operator or the shop's identity provider.",
-        },
-      },
-      parameters: {
-        BikeId: {
-          name: 'id',
-          in: 'path',
-          required: true,
-          description: 'The bike id. A value that is not a UUID names no bike: 404.',
-          schema: { type: 'string', format: 'uuid' },
-          example: EXAMPLE_ID,
-        },
-      },
-      schemas: {
-        ...schemas,
-        Money: { description: 'An amount and its currency.', ...schemas.Money },
-        PriceRange: { description: 'The lowest and highest price.', ...schemas.PriceRange },
-        Change: {
-          description: 'A change to the catalog: an upsert carries the bike as it is after it; a delete, its id.',
-          type: 'object',
-          properties: {
-            cursor: { type: 'string', description: 'Where to go on from, as `since`: opaque.' },
-            type: { type: 'string', enum: ['upsert', 'delete'] },
-            id: { type: 'string', format: 'uuid' },
-            bike: ref('schemas', 'Bike'),
-          },
-          required: ['cursor', 'type', 'id'],
-          additionalProperties: false,
-        },
-        DeletedBike: {
-          type: 'object',
-          properties: { id: { type: 'string', format: 'uuid' } },
-          required: ['id'],
-          additionalProperties: false,
-        },
-        Token: {
-          type: 'object',
-          properties: { token: { type: 'string', description: 'A signed JSON Web Token (HS256), valid for 1800 s.' } },
-          required: ['token'],
-          additionalProperties: false,
-        },
-      },
+      securitySchemes: api.components.securitySchemes,
+      parameters: api.components.parameters,
+      schemas: { ...schemas, ...api.components.answerSchemas },
     },
   };
-}
-
-let built: ReturnType<typeof buildDocument> | undefined;
-
-/** The document, built once. */
-export function openApiDocument(): ReturnType<typeof buildDocument> {
-  built ??= buildDocument();
-  return built;
 }

@@ -8,3 +8,16 @@ import Router from '@koa/router';
 export function newRouter(): Router {
   return new Router({ sensitive: true });
 }
+
+/**
+ * A path that is not valid percent-encoding (/bikes/by-handle/%ZZ) names nothing: 404
+ * (docs/decisions.md#ids-and-path-segments).
+ */
+export function isWellFormedPath(path: string): boolean {
+  try {
+    decodeURIComponent(path);
+    return true;
+  } catch {
+    return false;
+  }
+}

@@ -181,7 +181,7 @@ describe('conditional writes (If-Match, If-None-Match)', () => {
     expect(patched.status).toBe(200);
   });
 
-  it('answers in order (docs/decisions.md#conditional-writes): 401, then 404 for a missing bike (PATCH, DELETE), then 412, then the body checks', async () => {
+  it('answers in order (docs/decisions.md#the-order-of-a-writes-answers): 401, then 404 for a missing bike (PATCH, DELETE), then 412, then the fields', async () => {
     const { bike, etag } = await created();
     const stale = { 'if-match': '"stale"' };
     const noToken = await rawRequest(first.baseUrl, 'DELETE', `/bikes/${bike.id}`, stale);
@@ -198,7 +198,7 @@ describe('conditional writes (If-Match, If-None-Match)', () => {
     expect(json(await read(first, bike.id)).title).toBe(bike.title);
   });
 
-  it('a 412 answered before the body is read leaves the connection usable for the next request', async () => {
+  it('a 412 leaves the connection usable for the next request', async () => {
     const { bike } = await created();
     const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
     const request = (method: string, headers: Record<string, string>, body?: string) =>

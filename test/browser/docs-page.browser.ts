@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { type BrowserContext, chromium, type Page } from 'playwright-core';
-import { API_ROUTES } from '../../src/http/api-routes';
+import { API_ROUTES } from '../../src/api';
 import { type Relay, relayTo } from '../support/exchanges';
 import { spawnService, type ServiceProcess } from '../support/process';
 import { tempDataDir } from '../support/temp-dir';

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import pino from 'pino';
 import { readConfig } from '../../src/config';
-import { API_ROUTES } from '../../src/http/api-routes';
+import { API_ROUTES } from '../../src/api';
 import { headersOf } from '../../src/http/route';
 import { type Service, startService } from '../../src/server';
 import { newBike } from '../support/bikes';

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import fc from 'fast-check';
-import { API_ROUTES } from '../../src/http/api-routes';
+import { API_ROUTES } from '../../src/api';
 import { schemaErrors } from '../support/json-schema';
 import { startTestService, type TestService } from '../support/service';
 

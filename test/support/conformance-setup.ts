@@ -28,8 +28,8 @@ const distinct = new Map<string, OpenApiDocument>();
 
 /** The document this code builds, for a server that no longer answers. */
 async function builtDocument(): Promise<OpenApiDocument> {
-  const { openApiDocument } = await import('../../src/http/openapi');
-  return openApiDocument() as unknown as OpenApiDocument;
+  const { apiDocument } = await import('../../src/api/document');
+  return apiDocument() as unknown as OpenApiDocument;
 }
 
 function servedDocument(origin: string): Promise<OpenApiDocument | undefined> {

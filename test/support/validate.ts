@@ -1,5 +1,5 @@
 import type * as yup from 'yup';
-import { check } from '../../src/bikes/yup';
+import { check } from '../../src/http/schema';
 
 /** `body` checked against `schema` as the service checks it (check); undefined when it does not pass. */
 export function validate<T>(schema: yup.Schema<T>, body: unknown): T | undefined {

@@ -1,6 +1,29 @@
 import * as yup from 'yup';
 
-/** What the service does with a yup schema: check a body against it, describe it, take its example. */
+/**
+ * What the service does with a yup schema: check a request's input against it, describe it (the
+ * OpenAPI document, json-schema.ts), take its example; and the pieces route inputs are made of.
+ */
+
+/**
+ * yup's default type-error message prints the value with JSON.stringify, which overflows the
+ * stack on a deeply nested body ([[[...]]]): every type check uses this fixed message instead.
+ */
+export const WRONG_TYPE = '${path} has the wrong type';
+
+/** A route's input: its request body, query parameters and headers, each checked by its own schema. */
+export const inputOf = <Shape extends yup.ObjectShape>(shape: Shape) =>
+  yup.object(shape).typeError(WRONG_TYPE).strict();
+
+/** The input of a route that reads none. */
+export const NO_INPUT = inputOf({});
+
+/** A page size: 1 to the most a route gives at once. */
+export const pageSize = (max: number) =>
+  yup.number().typeError(WRONG_TYPE).strict().integer('${path} is not a whole number').min(1).max(max);
+
+/** A cursor the service gave, as a client sends it back. */
+export const cursor = () => yup.string().typeError(WRONG_TYPE).strict().min(1);
 
 /**
  * What checking a value against a schema gives: the value, or the dotted path (yup's, made of the

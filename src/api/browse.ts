@@ -1,0 +1,189 @@
+import { createHash } from 'node:crypto';
+import * as yup from 'yup';
+import { FILTER_NAMES, type PageFilters, type PageKey, readPage, SORTS, type Sort } from '../bikes/pages';
+import type { Cursors } from '../http/cursors';
+import { isFresh, setValidators } from '../http/conditional';
+import { HttpError } from '../http/errors';
+import { invalidFieldHeader } from '../http/invalid-field';
+import { cursor, inputOf, pageSize, WRONG_TYPE } from '../http/schema';
+import { BIKES, bikesJson, EXAMPLE_BIKE } from './bike-json';
+import { operation } from './operation';
+
+/**
+ * GET /bikes (docs/decisions.md#paged-listing): the catalog filtered, in one of its orders, a page
+ * at a time (the statements are src/bikes/pages.ts); each page links the next with a cursor that
+ * says where it starts.
+ */
+
+/** The most bikes one page gives, and how many when the client does not say. */
+const MAX_PAGE = 250;
+const DEFAULT_PAGE = 24;
+
+/**
+ * The page cursors (docs/decisions.md#cursors): where the next page starts (the last row's keys
+ * and seq), bound to the sort and the filters of the pages it continues. A cursor of another sort
+ * or other filters would start a page in the wrong place: it is refused like a tampered one.
+ */
+const payload = yup
+  .object({
+    k: yup.string().strict().defined().oneOf(['page']),
+    s: yup.string().strict().defined(),
+    f: yup.string().strict().defined(),
+    a: yup.array(yup.string().strict().defined()).strict().defined(),
+    q: yup
+      .string()
+      .strict()
+      .defined()
+      .matches(/^-?\d{1,19}$/),
+  })
+  .strict()
+  .defined();
+
+/** The filters, short: every filter's value or null, in their declared order, hashed. */
+const filtersMark = (filters: PageFilters) =>
+  createHash('sha256')
+    .update(JSON.stringify(FILTER_NAMES.map((name) => filters[name] ?? null)))
+    .digest('base64url')
+    .slice(0, 22);
+
+export function pageCursors(cursors: Cursors) {
+  return {
+    seal(sort: Sort, filters: PageFilters, key: PageKey): string {
+      return cursors.seal({ k: 'page', s: sort, f: filtersMark(filters), a: key.keys, q: key.seq });
+    },
+    /** Where the page starts, or undefined for a cursor not of ours, or of another sort or other filters. */
+    open(cursor: string, sort: Sort, filters: PageFilters): PageKey | undefined {
+      const value = cursors.open(cursor);
+      if (!payload.isValidSync(value)) return undefined;
+      const { s, f, a, q } = value;
+      return s === sort && f === filtersMark(filters) ? { keys: a, seq: q } : undefined;
+    },
+  };
+}
+
+export type PageCursors = ReturnType<typeof pageCursors>;
+
+/** Text in a query string: any but U+0000, which PostgreSQL cannot hold. */
+const queryText = () =>
+  yup
+    .string()
+    .typeError(WRONG_TYPE)
+    .strict()
+    // eslint-disable-next-line no-control-regex -- U+0000 is exactly what it excludes
+    .matches(/^[^\u0000]*$/, '${path} contains U+0000');
+
+/** The filters, one schema each (pages.ts says what each means in SQL). */
+const pageFilters = {
+  vendor: queryText(),
+  productType: queryText(),
+  availableForSale: yup.boolean().typeError(WRONG_TYPE).strict(),
+  inStock: yup.boolean().typeError(WRONG_TYPE).strict(),
+  currency: queryText(),
+  minPrice: yup.number().typeError(WRONG_TYPE).strict(),
+  maxPrice: yup.number().typeError(WRONG_TYPE).strict(),
+  titleContains: queryText(),
+} satisfies Record<keyof PageFilters, yup.Schema<unknown>>;
+
+const browseParameters = {
+  ...pageFilters,
+  sort: yup.string().typeError(WRONG_TYPE).strict().oneOf(SORTS),
+  limit: pageSize(MAX_PAGE),
+  cursor: cursor(),
+};
+
+/** A parameter's name as X-Invalid-Field may carry it: a plain name, never other bytes of the client's. */
+const PLAIN_NAME = /^[A-Za-z0-9_.[\]-]{1,64}$/;
+
+/**
+ * The query: its parameters, a price range only with its currency, and no parameter it does not
+ * know (a misspelt filter would otherwise widen the answer without a word).
+ */
+const browseQuery = yup
+  .object(browseParameters)
+  .test('price range in a currency', (query, context) =>
+    query.currency === undefined && (query.minPrice ?? query.maxPrice) !== undefined
+      ? context.createError({ path: `${context.path}.currency`, message: '${path} is required with a price range' })
+      : true,
+  )
+  .test('known parameters', (query, context) => {
+    const unknown = Object.keys(query).find((name) => !Object.hasOwn(browseParameters, name));
+    if (unknown === undefined) return true;
+    const named = PLAIN_NAME.test(unknown) ? `.${unknown}` : '';
+    return context.createError({ path: `${context.path}${named}`, message: 'an unknown parameter' });
+  });
+
+const EXAMPLE_PAGE_CURSOR = 'eyJrIjoicGFnZSIsInMiOiJwcmljZSIsImEiOlsiVVNEIiwiNDk5Ljk5Il0sInEiOiI0MiJ9.c2lnbmF0dXJl';
+
+export const browseBikes = operation({
+  method: 'get',
+  path: '/bikes',
+  summary: 'Browse bikes: filtered, sorted, a page at a time',
+  description:
+    `A page of bikes (${DEFAULT_PAGE} unless \`limit\` says, at most ${MAX_PAGE}) that pass every filter given, ` +
+    'in the order `sort` names. While another page follows, `Link: <...>; rel="next"` gives its address, with ' +
+    'the cursor that starts it (keyset: each page costs the same however deep). `GET /bikes/` is the same route.',
+  input: inputOf({ query: browseQuery }),
+  invalid: 400,
+  queryParameters: {
+    vendor: { description: 'Only this vendor (the whole string, case-sensitive).', example: 'Sentra Cycles' },
+    productType: { description: 'Only this product type (the whole string, case-sensitive).', example: 'Hybrid' },
+    availableForSale: { description: '`true` or `false`.', example: true },
+    inStock: { description: '`true`: totalInventory above 0; `false`: 0 or less.', example: true },
+    currency: {
+      description: "The minimum price's currency code; required with `minPrice` or `maxPrice`.",
+      example: 'USD',
+    },
+    minPrice: { description: 'The minimum price at least this (in `currency`).', example: 100 },
+    maxPrice: { description: 'The minimum price at most this (in `currency`).', example: 1000 },
+    titleContains: {
+      description: 'The title contains this text (case-sensitive; `%`, `_` and `\\` match themselves).',
+      example: 'Hybrid',
+    },
+    sort: {
+      description:
+        'The order: `created` (insertion order, the default), `title` (its first 200 characters, by code ' +
+        'point), `price` (by currency, then minimum price), `updatedAt` (when last changed); `-` before any ' +
+        'reverses it. Ties go by insertion order.',
+      example: 'price',
+    },
+    limit: { description: `Bikes per page, 1 to ${MAX_PAGE}; ${DEFAULT_PAGE} when absent.`, example: DEFAULT_PAGE },
+    cursor: {
+      description: 'Where the page starts: from the `Link` of the page before. Only with the same sort and filters.',
+      example: EXAMPLE_PAGE_CURSOR,
+    },
+  },
+  responseHeaders: ['Catalog-Cursor', 'Link'],
+  ok: { description: 'A page of bikes', schema: BIKES, example: [EXAMPLE_BIKE] },
+  meanings: {
+    400:
+      'A parameter that is not valid (`X-Invalid-Field` names it), a price range without `currency`, a parameter ' +
+      'the route does not know, or a cursor of another sort or other filters, or not of this service.',
+  },
+  /**
+   * A page: 304 before any row is read when the client's copy is current; `Link` to the next page
+   * while there is one.
+   */
+  async handle(ctx, { query }, _request, { reader, tags, feed, pages }) {
+    const { sort = 'created', limit = DEFAULT_PAGE, cursor, ...filters } = query;
+    const after = cursor === undefined ? undefined : pages.open(cursor, sort, filters);
+    if (cursor !== undefined && after === undefined) throw new HttpError(400, invalidFieldHeader('query.cursor'));
+    const request = { sort, filters, after, limit };
+    const tagOf = (version: string[]) => tags.list(...version, JSON.stringify(request));
+    const conditional = ctx.req.headers['if-none-match'] !== undefined;
+    const current = conditional ? (version: string[]) => isFresh(ctx, tagOf(version)) : undefined;
+    const page = await readPage(reader(ctx).reads.query, request, current);
+    if (page.version) setValidators(ctx, tagOf(page.version));
+    ctx.set('Catalog-Cursor', feed.listCursor(page.seen));
+    if (page.current) {
+      ctx.status = 304;
+      return;
+    }
+    if (page.next) {
+      const next = new URLSearchParams(ctx.querystring);
+      next.set('cursor', pages.seal(sort, filters, page.next));
+      ctx.set('Link', `<${ctx.path}?${next}>; rel="next"`);
+    }
+    ctx.type = 'application/json';
+    ctx.body = bikesJson(page.bikes);
+  },
+});

@@ -1,0 +1,198 @@
+import type { RouterContext, RouterMiddleware } from '@koa/router';
+import type Koa from 'koa';
+import type { Caller } from '../auth/caller';
+import { KeysUnavailable } from '../auth/provider';
+import type { Tokens } from '../auth/tokens';
+import { isRejectedValue } from '../db/errors';
+import { readBody } from './body';
+import type { EntityTags } from './conditional';
+import { HttpError } from './errors';
+import { BEARER_CHALLENGE } from './headers';
+import { invalidFieldHeader } from './invalid-field';
+import type { AbuseLimits } from './limits';
+import { isWellFormedPath } from './path-matching';
+import { holds, type WriteConditions } from './preconditions';
+import type { Route, RouteDeclaration } from './route';
+import { check, describe } from './schema';
+
+/** The error statuses a route can answer, besides 431 (node's HTTP parser, for any request). */
+export type ErrorStatus = 400 | 401 | 403 | 404 | 409 | 410 | 412 | 413 | 415 | 422 | 429 | 503 | 504;
+
+/** The route's input has a body: then the request body is read. */
+export function hasBody(route: RouteDeclaration<unknown>): boolean {
+  return describe(route.input).fields?.body !== undefined;
+}
+
+/** The route's status for input it cannot accept. */
+const invalidOf = (route: RouteDeclaration<unknown>) => route.invalid ?? 404;
+
+/** The route checks input of the client's (a body, query parameters, headers). */
+const hasInput = (route: RouteDeclaration<unknown>) => Object.keys(describe(route.input).fields ?? {}).length > 0;
+
+/** One of an operation's checks: what it looks at, and what it answers on a route when it fails (none: not made there). */
+interface Check {
+  check: string;
+  statuses(route: RouteDeclaration<unknown>): ErrorStatus[];
+}
+
+/**
+ * The order in which an operation answers (docs/decisions.md#the-order-of-a-writes-answers): the
+ * first check that fails gives the answer, whatever the request's `Expect`. `endpoint` makes them
+ * in this order; a route's error statuses, and so the OpenAPI document's, are theirs; the docs
+ * list them in this order (a test holds both to it).
+ * @internal test/api/answer-order.test.ts checks the service and the docs by it.
+ */
+export const ANSWER_ORDER: readonly Check[] = [
+  { check: 'the token', statuses: (route) => (route.token ? [401, 403, 503] : []) },
+  { check: 'the path', statuses: (route) => (route.path.includes('/:') ? [404] : []) },
+  { check: 'the abuse limit', statuses: (route) => (route.limit ? [429] : []) },
+  { check: "the body's size", statuses: (route) => (hasBody(route) ? [413] : []) },
+  { check: "the body's coding", statuses: (route) => (hasBody(route) ? [415] : []) },
+  { check: "the body's syntax", statuses: (route) => (hasBody(route) ? [invalidOf(route)] : []) },
+  { check: 'the resource', statuses: (route) => (route.mustExist ? [404] : []) },
+  { check: 'the preconditions', statuses: (route) => (route.preconditions ? [412] : []) },
+  { check: 'the input', statuses: (route) => (hasInput(route) ? [invalidOf(route)] : []) },
+  {
+    // A write carries the resource and the preconditions in its own statement: 404 and 412 when
+    // it matched nothing. A database not answering is 503; a write it stopped answering during, 504.
+    check: 'the handler',
+    statuses: (route) => [
+      ...(route.alsoAnswers ?? []),
+      ...(route.eventStream ? ([429] as const) : []),
+      ...(route.database === false ? [] : ([503] as const)),
+      ...(route.database === false || route.method === 'get' ? [] : ([504] as const)),
+    ],
+  },
+];
+
+/** The error statuses of a route: those of every check it makes (ANSWER_ORDER). */
+export function errorStatusesOf(route: RouteDeclaration<unknown>): ErrorStatus[] {
+  return [...new Set(ANSWER_ORDER.flatMap((step) => step.statuses(route)))].sort();
+}
+
+/**
+ * The bearer token, the second word of the Authorization header
+ * (docs/decisions.md#authorization-header): none is 401, one that fails verification 403, one
+ * that cannot be judged (the identity provider's keys cannot be had) 503. What the token says of
+ * who sent the request is attached to it (callerOf), as the specification attaches its payload.
+ */
+async function authenticate(ctx: Koa.Context, tokens: Tokens): Promise<void> {
+  const token = ctx.get('Authorization').split(' ')[1];
+  if (!token) throw new HttpError(401, { 'WWW-Authenticate': BEARER_CHALLENGE });
+  try {
+    ctx.state.user = await tokens.verify(token);
+  } catch (err) {
+    if (err instanceof KeysUnavailable) throw new HttpError(503, {}, { cause: err });
+    throw new HttpError(403);
+  }
+}
+
+/** Who sent a request of a route with a token (docs/decisions.md#who-a-caller-is). */
+export function callerOf(ctx: Koa.Context): Caller {
+  return ctx.state.user as Caller;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * The path's id, lowercased ('' on a route without one); a path that is not valid
+ * percent-encoding, or an id that is not a UUID, names nothing: 404
+ * (docs/decisions.md#ids-and-path-segments).
+ */
+function idOf(ctx: RouterContext): string {
+  if (!isWellFormedPath(ctx.path)) throw new HttpError(404);
+  const id: string | undefined = ctx.params.id;
+  if (id !== undefined && !UUID.test(id)) throw new HttpError(404);
+  return id?.toLowerCase() ?? '';
+}
+
+/** A number as a query string writes it: decimal, no exponent, no leading zero, no sign but minus. */
+const QUERY_NUMBER = /^-?(0|[1-9]\d{0,15})(\.\d{1,15})?$/;
+
+/** What a query parameter's text means, for a parameter declared of each type: undefined, no meaning. */
+const QUERY_VALUES: Partial<Record<string, (text: string) => unknown>> = {
+  number: (text) => (QUERY_NUMBER.test(text) ? Number(text) : undefined),
+  boolean: (text) => (text === 'true' ? true : text === 'false' ? false : undefined),
+};
+
+/**
+ * The query as the route's input reads it (docs/decisions.md#query-parameters): the value of a
+ * parameter its schema declares a number or a boolean read as one when it is written as one (a
+ * page's size, a price, `true`), the rest as sent (a value that is not one then fails its
+ * schema's check: 400).
+ */
+function queryReader(route: RouteDeclaration<unknown>) {
+  const fields = describe(route.input).fields?.query?.fields ?? {};
+  const typed = Object.entries(fields).flatMap(([name, { type }]) => {
+    const meaning = QUERY_VALUES[type];
+    return meaning ? [{ name, meaning }] : [];
+  });
+  if (typed.length === 0) return (query: Koa.Context['query']) => query;
+  return (query: Koa.Context['query']) => {
+    const read: Record<string, unknown> = { ...query };
+    for (const { name, meaning } of typed) {
+      const value = query[name];
+      if (typeof value === 'string') read[name] = meaning(value) ?? value;
+    }
+    return read;
+  };
+}
+
+/** What every endpoint checks with: the same for every route. */
+export interface EndpointChecks {
+  tokens: Tokens;
+  limits: AbuseLimits;
+  /** What a request's If-Match and If-None-Match require, in states of the resource (conditional.ts). */
+  tags: EntityTags;
+  /** The resource with this id as the writes see it now: its state, null when there is none. */
+  stateOf: (id: string) => Promise<string | null>;
+}
+
+/** The conditions of a route that takes none: shared, never written. */
+const NO_CONDITIONS: WriteConditions = Object.freeze({});
+
+/**
+ * The resource and the preconditions, by a look at the resource: 404 for a missing one where the
+ * route needs it (`mustExist`), then 412 for conditions that do not hold.
+ */
+async function lookAt(checks: EndpointChecks, id: string, conditions: WriteConditions, mustExist: boolean) {
+  const state = await checks.stateOf(id);
+  if (state === null && mustExist) throw new HttpError(404);
+  if (!holds(conditions, state)) throw new HttpError(412);
+}
+
+/**
+ * A route's handler behind its checks, made in ANSWER_ORDER's order. The body's size, coding and
+ * syntax are readBody's, in that order; it sends `100 Continue` to a client that waits for it only
+ * once the body is about to be read, so `Expect` changes when the body comes, never the answer.
+ * The resource and the preconditions are looked at only when the input fails: otherwise the write
+ * carries them in its own statement (404 or 412 when it matched nothing), and the happy path is
+ * one round trip.
+ */
+export function endpoint<Input, Deps>(route: Route<Input, Deps>, deps: Deps, checks: EndpointChecks): RouterMiddleware {
+  const invalid = invalidOf(route);
+  const readsBody = hasBody(route);
+  const queryOf = queryReader(route);
+  return async (ctx) => {
+    // Whichever the answer, an error included: Accept chose between the page and the stream.
+    if (route.eventStream) ctx.vary('Accept');
+    if (route.token) await authenticate(ctx, checks.tokens);
+    const id = idOf(ctx);
+    if (route.limit) await checks.limits.check(ctx, route.limit);
+    const body = readsBody ? await readBody(ctx, invalid) : undefined;
+    const conditions = route.preconditions ? checks.tags.conditionsOf(ctx.req.headers) : NO_CONDITIONS;
+    const input = check(route.input, { body, query: queryOf(ctx.query), headers: ctx.headers });
+    if (!input.valid) {
+      const conditional = conditions.ifMatch !== undefined || conditions.ifNoneMatch !== undefined;
+      if (route.mustExist || conditional) await lookAt(checks, id, conditions, route.mustExist === true);
+      // Only a 400 says which field: PUT answers every failure 404, as the specification says.
+      throw new HttpError(invalid, invalid === 400 ? invalidFieldHeader(input.path) : {});
+    }
+    try {
+      await route.handle(ctx, input.value, { id, conditions }, deps);
+    } catch (err) {
+      if (isRejectedValue(err)) throw new HttpError(invalid, {}, { cause: err });
+      throw err;
+    }
+  };
+}
