@@ -1,7 +1,28 @@
 import type { RouterContext } from '@koa/router';
 import type Koa from 'koa';
 import { HttpError } from './errors';
+import type { HeaderName } from './headers';
 import { isWellFormedPath } from './path-matching';
+
+/**
+ * The answers to a request no route serves, declared once (the OpenAPI document's
+ * `x-unmatched-requests` is made of them): what each means, the headers it carries, and those of
+ * them some answers of it lack.
+ */
+export const UNMATCHED_ANSWERS: Record<
+  204 | 404 | 405,
+  { description: string; headers: HeaderName[]; sometimes?: HeaderName[] }
+> = {
+  // A CORS preflight is answered by the CORS layer (cors.ts), in Access-Control-Allow-Methods.
+  204: {
+    description:
+      'OPTIONS of a known path: the methods it serves, in Allow (a CORS preflight: in Access-Control-Allow-Methods).',
+    headers: ['Allow'],
+    sometimes: ['Allow'],
+  },
+  404: { description: 'No such path.', headers: [] },
+  405: { description: 'The path does not serve this method: Allow names those it serves.', headers: ['Allow'] },
+};
 
 /**
  * A known path asked with a method it does not serve gets 405 and an Allow header; OPTIONS gets
