@@ -106,7 +106,13 @@ export function eventStreams(limits: AbuseLimits, { maxStreams, heartbeatMs }: E
     /** A stream for this request, if this client's streams (429), then this instance's (503), allow one more. */
     async admit(ctx: Koa.Context): Promise<void> {
       await limits.check(ctx, 'eventStreams');
-      if (admitted >= maxStreams) throw new HttpError(503);
+      if (admitted >= maxStreams) {
+        throw new HttpError(
+          503,
+          {},
+          { logged: `event stream refused: ${maxStreams} open on this instance (MAX_EVENT_STREAMS)` },
+        );
+      }
       admitted++;
       ctx.res.once('close', () => admitted--);
     },

@@ -1,5 +1,6 @@
 import type Koa from 'koa';
 import type { Admission, SharedLimit } from '../db/rate-limits';
+import { clientOf } from './client-address';
 import { HttpError } from './errors';
 
 /** What a route is limited by (docs/decisions.md#abuse-limits); an event stream by `eventStreams`. */
@@ -12,8 +13,8 @@ export interface StreamLimits {
 }
 
 /**
- * The abuse limits, per client (its address: ctx.ip, which TRUST_PROXY may take from
- * X-Forwarded-For): tokens and writes per minute, counted over all instances (rate-limits.ts);
+ * The abuse limits, per client (clientOf: its address, which TRUST_PROXY may take from
+ * X-Forwarded-For, an IPv6 one as its /64): tokens and writes per minute, counted over all instances (rate-limits.ts);
  * list streams and event streams at once, counted here, as each holds this instance's connection
  * and memory. Over a limit: 429 with Retry-After; every answer of a route limited per minute,
  * errors included, carries the IETF draft's RateLimit-Policy and RateLimit headers (a refused
@@ -27,7 +28,7 @@ export function abuseLimits(rates: { tokens: SharedLimit; writes: SharedLimit },
 
   async function consume(ctx: Koa.Context, name: 'tokens' | 'writes'): Promise<void> {
     const limit = rates[name];
-    const admission = await limit.admit(ctx.ip);
+    const admission = await limit.admit(clientOf(ctx));
     if (!admission.admitted) {
       throw new HttpError(429, { ...headers(name, limit, admission), 'Retry-After': String(admission.resetSeconds) });
     }
@@ -38,7 +39,7 @@ export function abuseLimits(rates: { tokens: SharedLimit; writes: SharedLimit },
   function atOnce(max: number) {
     const open = new Map<string, number>();
     return (ctx: Koa.Context): void => {
-      const client = ctx.ip;
+      const client = clientOf(ctx);
       const count = open.get(client) ?? 0;
       if (count >= max) throw new HttpError(429, { 'Retry-After': '1' });
       open.set(client, count + 1);
