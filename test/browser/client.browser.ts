@@ -189,8 +189,7 @@ describe('the client in headless Chromium, from a page on another origin', () =>
     expect(errors).toEqual([]);
   });
 
-  // Issue 30 item 13: the preflight does not allow Content-Encoding, though every route that reads a
-  // body takes it. This test shows it; once the CORS layer allows it, it passes: remove `.failing`.
+  // The preflight allows Content-Encoding on every route that reads a body (issue 30 item 13).
   it('sends a compressed body (Content-Encoding: gzip) from the page', async () => {
     await page.goto(`${siteUrl}/test.html`);
     await page.waitForFunction(() => 'client' in globalThis);
