@@ -138,14 +138,17 @@ describe('the checker, on made-up exchanges', () => {
     ]);
   });
 
-  it('matches as OpenAPI does: HEAD as GET, a trailing slash or none, literal paths first, then the templated ones for other methods', () => {
+  it('matches as OpenAPI does: HEAD as GET, a trailing slash or none, the path first (literal before templated), then the method', () => {
     const judged = (method: string, target: string, status: number) =>
       judge(DOCUMENT, exchange({ request: { method, target }, status, headers: {}, body: Buffer.alloc(0) }));
     expect(judged('HEAD', '/things?x=1', 304)).toEqual({ answeredBy: 'listThings (HEAD) 304', violations: [] });
     expect(judged('GET', '/things/', 304).answeredBy).toBe('listThings 304');
     expect(judged('POST', '/things', 200).answeredBy).toBe('createThing 200');
     expect(judged('GET', '/things/all', 200).answeredBy).toBe('allThings 200');
-    expect(judged('DELETE', '/things/all', 404).answeredBy).toBe('deleteThing 404');
+    expect(judged('DELETE', '/things/all', 405).answeredBy).toBe(
+      'no operation (a method /things/all does not serve) 405',
+    );
+    expect(judged('DELETE', '/things/ALL', 404).answeredBy).toBe('deleteThing 404');
     expect(judged('GET', 'http://127.0.0.1:1/things/%61ll', 404).answeredBy).toBe('getThing 404');
   });
 
@@ -156,9 +159,9 @@ describe('the checker, on made-up exchanges', () => {
       answeredBy: 'no operation (a path it does not have) 404',
       violations: [],
     });
-    expect(unmatched('PUT', '/things/all', 405, { allow: 'GET, HEAD, DELETE' }).violations).toEqual([]);
-    expect(unmatched('PUT', '/things/all', 405, { allow: 'GET, HEAD' }).violations).toEqual([
-      'Allow: GET, HEAD, where the document serves DELETE, GET, HEAD at this path',
+    expect(unmatched('PUT', '/things/all', 405, { allow: 'GET, HEAD' }).violations).toEqual([]);
+    expect(unmatched('PUT', '/things/all', 405, { allow: 'GET, HEAD, DELETE' }).violations).toEqual([
+      'Allow: DELETE, GET, HEAD, where the document serves GET, HEAD at this path',
     ]);
     expect(unmatched('PUT', '/things/all', 405).violations).toEqual(['a 405 without Allow (RFC 9110 15.5.6)']);
     expect(unmatched('GET', '/healthz', 200)).toEqual({

@@ -27,15 +27,16 @@ export const UNMATCHED_ANSWERS: Record<
 /**
  * A known path asked with a method it does not serve gets 405 and an Allow header; OPTIONS gets
  * 204 and the same header. (Used instead of the router's allowedMethods(), which answers
- * methods the router does not know with 501.) Allow names every method some route answers at
- * this path: at /bikes/all the list's GET and HEAD and the id route's PUT, PATCH and DELETE,
- * which answer there (docs/decisions.md#path-matching). So a 405 comes only for a method no
- * route of the path serves, never for an operation of the OpenAPI document.
+ * methods the router does not know with 501.) Allow names the methods of the path matched as
+ * OpenAPI matches (docs/decisions.md#path-matching): a literal one (/bikes/all: GET, HEAD) over
+ * the parameter beside it (/bikes/:id), whose routes step aside there (routerOf, route.ts).
  */
 export function methodNotAllowed(): Koa.Middleware {
   return async (ctx, next) => {
     await next();
-    const matched = ((ctx as unknown as RouterContext).matched ?? []).filter((layer) => layer.methods.length > 0);
+    const layers = ((ctx as unknown as RouterContext).matched ?? []).filter((layer) => layer.methods.length > 0);
+    const literal = layers.filter((layer) => layer.paramNames.length === 0);
+    const matched = literal.length > 0 ? literal : layers;
     if (ctx.status !== 404 || ctx.body != null || matched.length === 0 || !isWellFormedPath(ctx.path)) return;
     const allowed = [...new Set(matched.flatMap((layer) => layer.methods))];
     const allow = allowed.join(', ');

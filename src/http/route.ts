@@ -167,10 +167,10 @@ export function corsHeadersOf(routes: Record<string, RouteDeclaration<unknown>>)
 
 /**
  * The router of the routes, each behind its endpoint (endpoint.ts), its handler given `deps`. A
- * literal path is mounted before the parameter beside it when it is listed first (the API lists
- * /bikes/all before /bikes/:id): GET /bikes/all is the list; every other method there, and every
- * spelling but that one (/bikes/ALL, /bikes/%61ll), is the id route, whose "all" is no UUID
- * (docs/decisions.md#path-matching).
+ * path is matched before its method, a literal path before the parameter beside it, as OpenAPI
+ * matches (docs/decisions.md#path-matching): /bikes/all is the list's path, so a PUT there is 405
+ * (method-not-allowed.ts), never the id route's; every other spelling (/bikes/ALL, /bikes/%61ll)
+ * is the id route, whose "all" is no UUID (404).
  */
 export function routerOf<Deps>(
   routes: Record<string, Route<unknown, Deps>>,
@@ -178,10 +178,20 @@ export function routerOf<Deps>(
   checks: EndpointChecks,
 ): Router {
   const router = newRouter();
+  // A trailing slash is optional (docs/decisions.md#trailing-slash): the router matches /bikes/
+  // to the path /bikes, not /bikes to /bikes/, so routes are mounted without it.
+  const withoutSlash = (path: string) => path.replace(/(.)\/$/, '$1');
+  const literal = new Set(
+    Object.values(routes)
+      .filter((route) => !route.path.includes('/:'))
+      .map((route) => withoutSlash(route.path)),
+  );
   for (const route of Object.values(routes)) {
-    // A trailing slash is optional (docs/decisions.md#trailing-slash): the router matches /bikes/
-    // to the path /bikes, not /bikes to /bikes/, so routes are mounted without it.
-    router[route.method](route.path.replace(/(.)\/$/, '$1'), endpoint(route, deps, checks));
+    const handler = endpoint(route, deps, checks);
+    const templated = route.path.includes('/:');
+    router[route.method](withoutSlash(route.path), (ctx, next) =>
+      templated && literal.has(withoutSlash(ctx.path)) ? next() : handler(ctx, next),
+    );
   }
   return router;
 }

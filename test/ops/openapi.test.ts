@@ -384,15 +384,15 @@ describe('GET /openapi.json', () => {
       ['deleteBike', 'DELETE', `/bikes/${victim.id}`, { headers: { 'if-none-match': '*' } }, 412],
       ['deleteBike', 'DELETE', `/bikes/${victim.id}`, {}, 200],
       ['deleteBike', 'DELETE', `/bikes/${victim.id}`, {}, 404],
-      // Paths that spell "all" as no literal path does, and the id routes' writes at /bikes/all:
-      // each is the id route of the document ("concrete paths first"), never the list, never 405.
+      // Paths that spell "all" as no literal path does: each is the id route of the document
+      // ("concrete paths first"), never the list. (A write at /bikes/all itself is 405.)
       ['getBike', 'GET', '/bikes/ALL', {}, 404],
       ['getBike', 'GET', '/bikes/%61ll', {}, 404],
-      ['replaceBike', 'PUT', '/bikes/all', { body: replacement, ...noToken }, 401],
+      ['replaceBike', 'PUT', '/bikes/ALL', { body: replacement, ...noToken }, 401],
       ['replaceBike', 'PUT', '/bikes/ALL', { body: replacement }, 404],
       ['updateBike', 'PATCH', '/bikes/%61ll', { body: {} }, 404],
-      ['deleteBike', 'DELETE', '/bikes/all', noToken, 401],
-      ['deleteBike', 'DELETE', '/bikes/all', {}, 404],
+      ['deleteBike', 'DELETE', '/bikes/All', noToken, 401],
+      ['deleteBike', 'DELETE', '/bikes/All', {}, 404],
       // A body in a coding the service cannot decode: 415 on every route that reads one.
       ['createBike', 'POST', '/bikes/', { body: newBike(), headers: zstd }, 415],
       ['replaceBike', 'PUT', `/bikes/${bike.id}`, { body: replacement, headers: zstd }, 415],

@@ -8,10 +8,10 @@ import { schemaErrors } from './json-schema';
  * one exchange with it, what of the answer the document does not describe.
  *
  * Which part of the document an answer is judged by:
- * - The operation of its method and path, matched as OpenAPI matches (literal paths before
- *   templated ones; a method a literal path does not serve goes on to the templated one, as the
- *   service routes: docs/decisions.md#path-matching), a path with or without its trailing slash
- *   (docs/decisions.md#trailing-slash). HEAD is its GET without the body (RFC 9110 9.3.2) unless
+ * - The operation of its method and path, matched as OpenAPI matches (the path first, literal
+ *   paths before templated ones, then the method: a method the literal path does not serve is
+ *   not the templated path's, as the service routes: docs/decisions.md#path-matching), a path
+ *   with or without its trailing slash (docs/decisions.md#trailing-slash). HEAD is its GET without the body (RFC 9110 9.3.2) unless
  *   the document has a `head` operation.
  * - Any other request (a path the document does not have, a method no operation of the path
  *   serves, OPTIONS, a request line that is no request) is judged by the responses of
@@ -178,15 +178,18 @@ interface Route {
 function routeOf(document: OpenApiDocument, method: string, path: string | undefined): Route {
   if (path === undefined || method === '') return {};
   const matching = templatesOf(document).filter(({ pattern }) => pattern.test(withoutTrailingSlash(path)));
+  if (matching.length === 0) return {};
+  // The path: the most literal that matches (`/bikes` and `/bikes/` are one path, its two spellings).
+  const candidates = matching.filter(({ parameters }) => parameters === matching[0].parameters);
   // Methods are case-sensitive (RFC 9110 9.1): `get` is no GET, and no operation's.
-  for (const { template, item } of METHODS.includes(method) ? matching : []) {
+  for (const { template, item } of METHODS.includes(method) ? candidates : []) {
     const own = item[method.toLowerCase()];
     const operation = own ?? (method === 'HEAD' ? item.get : undefined);
     if (!operation) continue;
     const name = operation.operationId ?? `${method} ${template}`;
     return { operation: { name: own ? name : `${name} (HEAD)`, operation }, template };
   }
-  return { template: matching[0]?.template };
+  return { template: matching[0].template };
 }
 
 /** A path the document does not have, its opaque segments (ids, random names) as `*`, so that alike ones read alike. */
