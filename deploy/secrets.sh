@@ -1,7 +1,7 @@
 #!/bin/sh
 # The compose stacks' "secrets" service: on the first `up`, random secrets for this stack; on every
 # later one, the same. Each container that needs one gets a volume holding only what it needs,
-# mounted at /secrets there (docs/decisions.md#who-holds-which-secret), and nothing is in any
+# mounted at /secrets there (docs/scaling-and-containers.md#who-holds-which-secret), and nothing is in any
 # container's environment (`docker inspect` shows only file names). Mounted here:
 #   /secrets            the "secrets" volume, for PostgreSQL and the one-shot migrate service:
 #     postgres_password      PostgreSQL's superuser, read by the postgres image as root (0400)

@@ -1,11 +1,11 @@
 import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { anchorOf } from './support/markdown';
+import { anchorOf, anchorsOfPage } from './support/markdown';
 
 /**
  * Code, configuration and docs cite a decision by its heading's anchor
- * (`docs/decisions.md#who-holds-which-secret`), which does not move when others are added: every
+ * (`docs/decisions.md#who-may-write`), which does not move when others are added: every
  * such citation must name a heading that is there, and no rule is cited by a number.
  */
 const ROOT = path.join(__dirname, '..');
@@ -21,15 +21,15 @@ const RULE_NUMBER = /\brules? \d+/gi;
 const KEPT_AS_APPLIED = /^prisma\/migrations\//;
 
 describe('citations of docs/decisions.md by anchor', () => {
+  const page = fs.readFileSync(path.join(ROOT, DECISIONS), 'utf8');
   // Each heading's level (2 for ##) and anchor.
-  const headings = fs
-    .readFileSync(path.join(ROOT, DECISIONS), 'utf8')
-    .split('\n')
-    .flatMap((line) => {
-      const match = /^(#{1,6}) (.+)$/.exec(line);
-      return match ? [{ level: match[1].length, anchor: anchorOf(match[2]) }] : [];
-    });
-  const anchors = new Set(headings.map(({ anchor }) => anchor));
+  const headings = page.split('\n').flatMap((line) => {
+    const match = /^(#{1,6}) (.+)$/.exec(line);
+    return match ? [{ level: match[1].length, anchor: anchorOf(match[2]) }] : [];
+  });
+  // The headings' anchors, and the names renamed headings kept (`<a id="...">`).
+  const all = anchorsOfPage(page);
+  const anchors = new Set(all);
   // Every tracked file, as git lists it (no build output, no dependencies).
   const files = execFileSync('git', ['ls-files'], { cwd: ROOT, encoding: 'utf8' }).split('\n').filter(Boolean);
   const texts = files.map((file) => ({ file, text: fs.readFileSync(path.join(ROOT, file), 'utf8') }));
@@ -49,8 +49,7 @@ describe('citations of docs/decisions.md by anchor', () => {
     expect(citations.filter(({ anchor }) => !anchors.has(anchor))).toEqual([]);
   });
 
-  it('gives every heading an anchor of its own (a second one would be renamed "-1")', () => {
-    const all = headings.map(({ anchor }) => anchor);
+  it('gives every heading an anchor of its own (a second one would be renamed "-1"), and keeps no name twice', () => {
     expect(all.filter((anchor, i) => all.indexOf(anchor) !== i)).toEqual([]);
   });
 
@@ -75,5 +74,34 @@ describe('citations of docs/decisions.md by anchor', () => {
       `${uncited.length} of ${decisions.length} decisions no test cites:\n` +
         uncited.map((anchor) => `  ${DECISIONS}#${anchor}`).join('\n'),
     );
+  });
+});
+
+/**
+ * Code and configuration cite the other guides the same way (`docs/running-as-root.md#proving-a-server-is-ours`,
+ * for a rule that lives there): each such citation must name a heading of that page. (Links between
+ * Markdown files are test/docs-links.test.ts's.)
+ */
+describe('citations of the other docs/ pages by anchor', () => {
+  const files = execFileSync('git', ['ls-files'], { cwd: ROOT, encoding: 'utf8' })
+    .split('\n')
+    .filter((file) => file && !file.endsWith('.md') && !KEPT_AS_APPLIED.test(file))
+    .filter((file) => fs.existsSync(path.join(ROOT, file)));
+  const citations = files.flatMap((file) =>
+    [...fs.readFileSync(path.join(ROOT, file), 'utf8').matchAll(/docs\/([\w-]+\.md)#([\w-]+)/g)]
+      .filter(([, page]) => `docs/${page}` !== DECISIONS)
+      .map(([, page, anchor]) => ({ file, page, anchor })),
+  );
+
+  it('finds some (this test reads the files it should)', () => {
+    expect(citations.length).toBeGreaterThan(0);
+  });
+
+  it('names a heading of a page that exists, in every one', () => {
+    const anchorsOf = (page: string) =>
+      fs.existsSync(path.join(ROOT, 'docs', page))
+        ? new Set(anchorsOfPage(fs.readFileSync(path.join(ROOT, 'docs', page), 'utf8')))
+        : new Set<string>();
+    expect(citations.filter(({ page, anchor }) => !anchorsOf(page).has(anchor))).toEqual([]);
   });
 });

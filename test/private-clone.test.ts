@@ -131,7 +131,7 @@ async function stop(service: ServiceProcess): Promise<void> {
 
 /**
  * npm run db:prune-clusters removes only the clusters it can prove unused
- * (docs/decisions.md#which-clusters-prune-removes). In this file only, so that no other test's
+ * (docs/running-as-root.md#which-clusters-prune-removes). In this file only, so that no other test's
  * prune removes a cluster one of these tests has just made removable. Other clusters in
  * CLUSTERS_DIR (other clones on this machine) are left to their own lines.
  */

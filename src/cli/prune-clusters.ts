@@ -5,7 +5,7 @@ import { serverUser } from '../postgres/server-user';
  * npm run db:prune-clusters: as root, the clusters of private clones live in CLUSTERS_DIR, linked
  * from their DATA_DIR. This removes only those it can prove unused: no clone holds its lease, its
  * DATA_DIR no longer links to it, and no server runs on it
- * (docs/decisions.md#which-clusters-prune-removes). It stops nothing. For each cluster it prints
+ * (docs/running-as-root.md#which-clusters-prune-removes). It stops nothing. For each cluster it prints
  * one line: what it did, and why.
  */
 

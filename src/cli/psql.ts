@@ -16,7 +16,7 @@ async function main(): Promise<number> {
     const password = decodeURIComponent(url.password);
     url.password = '';
     // The embedded server is made for SCRAM only: libpq 16 and later then refuse to give the password
-    // any other way (docs/decisions.md#proving-a-server-is-ours); older ones ignore the variable.
+    // any other way (docs/running-as-root.md#proving-a-server-is-ours); older ones ignore the variable.
     const scramOnly = config.databaseUrl === undefined ? { PGREQUIREAUTH: 'scram-sha-256' } : {};
     const child = spawn('psql', [url.toString(), ...process.argv.slice(2)], {
       stdio: 'inherit',

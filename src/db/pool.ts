@@ -98,11 +98,13 @@ export class ServerDownError extends Error {}
 
 /**
  * Whether the server answers, asked every 250 ms with a SELECT 1 on a connection of its own. It
- * is down when that connection is refused or breaks, and it hangs when the question goes
- * unanswered for 1 s while none of the pool's queries completes either: a machine too busy to
- * answer in a second still completes queries, and busy is not down. Then every connection of the
- * pool is closed, so what waits on them fails at once (503, or 504 for a write in flight) instead
- * of at the 30 s cut-off, and new requests fail at once until it answers again.
+ * is down when that connection is refused or breaks, or is slow to be made while a query of the
+ * pool makes no progress; and it hangs when the question goes unanswered for 1 s, or the
+ * connection is not made in the 10 s the pool waits for one, while none of the pool's queries
+ * completes either: a machine too busy to answer in a second still completes queries, and busy is
+ * not down. Then every connection of the pool is closed, so what waits on them fails then (503,
+ * or 504 for a write in flight) instead of at the 30 s cut-off. New requests fail at once while it
+ * is down or hangs, until it answers again.
  */
 interface ServerWatch {
   /** Set while the server is down or hangs. */
@@ -124,7 +126,16 @@ function watchServer(
   pool.on('connect', (client) => connections.add(client));
   pool.on('remove', (client) => connections.delete(client as PoolClient));
   let lastProgress = Date.now();
-  pool.on('release', () => (lastProgress = Date.now()));
+  /** When each connection checked out of the pool was, while it is. */
+  const checkedOut = new Map<PoolClient, number>();
+  pool.on('acquire', (client) => checkedOut.set(client, Date.now()));
+  pool.on('release', (_err, client) => {
+    checkedOut.delete(client);
+    lastProgress = Date.now();
+  });
+  pool.on('remove', (client) => checkedOut.delete(client as PoolClient));
+  /** A query of the pool runs since `time` and has not completed. */
+  const runningSince = (time: number) => [...checkedOut.values()].some((at) => at <= time);
   let downError: ServerDownError | undefined;
   const waiting = new Set<(err: ServerDownError) => void>();
   const setDown = (err: ServerDownError | undefined) => {
@@ -132,22 +143,46 @@ function watchServer(
     if (err) for (const fail of waiting) fail(err);
   };
 
-  let probe: Client | undefined;
+  /** The probe's connection, made or being made (which may take longer than a question), and since when. */
+  let probe: { client: Client; connected: Promise<unknown>; made: boolean; since: number } | undefined;
   let asking = false;
   const drop = (client: Client) => {
     client.on('error', () => undefined);
     client.connection.stream.destroy();
   };
+  const dropProbe = () => {
+    if (probe) drop(probe.client);
+    probe = undefined;
+  };
+  const newProbe = () => {
+    // No time limit of pg's: the watch gives up on it (CONNECTION_WAIT_MS), and judges why.
+    const client = new ServerClient({ connectionString });
+    client.on('error', () => undefined);
+    const attempt = { client, connected: client.connect(), made: false, since: Date.now() };
+    attempt.connected.then(
+      () => (attempt.made = true),
+      () => undefined,
+    );
+    return attempt;
+  };
+  /** The question in flight on a probe connection: the next one waits for it rather than asking again. */
+  const inFlight = new WeakMap<Client, Promise<unknown>>();
+  const question = (client: Client) => {
+    let pending = inFlight.get(client);
+    if (!pending) {
+      pending = client.query('SELECT 1').finally(() => inFlight.delete(client));
+      inFlight.set(client, pending);
+    }
+    return pending;
+  };
   const ask = async (): Promise<void> => {
-    const fresh = probe === undefined;
-    probe ??= await (async () => {
-      const client = new ServerClient({ connectionString, connectionTimeoutMillis: HANG_AFTER_MS });
-      client.on('error', () => undefined);
-      await client.connect();
-      return client;
-    })();
     const asked = Date.now();
-    const answer = probe.query('SELECT 1');
+    probe ??= newProbe();
+    const current = probe;
+    const wasMade = current.made;
+    // A new connection is judged as the question is: on a busy machine, making one (a process
+    // forked, SCRAM's rounds) can take longer than a second too, and it goes on meanwhile.
+    const answer = current.connected.then(() => question(current.client));
     let answered = false;
     const settled = answer.then(
       () => (answered = true),
@@ -161,27 +196,47 @@ function watchServer(
       try {
         await answer;
       } catch (err) {
-        if (fresh) throw err;
+        if (probe === current) dropProbe();
+        if (!wasMade) throw err;
         // A connection that broke since it was made (the server ended it: an administrator, its
         // database dropped and made anew) says nothing of the server now: ask on a new one.
-        drop(probe);
-        probe = undefined;
         return ask();
       }
       setDown(undefined);
       return;
     }
-    if (lastProgress > asked) return; // the pool's queries complete: busy, not hung
-    setDown(new ServerDownError(`the database did not answer within ${HANG_AFTER_MS / 1000} s`));
-    onHang(new Error(`the database did not answer within ${HANG_AFTER_MS / 1000} s; its connections were closed`));
+    // A connection not made in the time the pool itself waits for one.
+    const notConnecting = !current.made && Date.now() - current.since >= CONNECTION_WAIT_MS;
+    if (lastProgress > asked || (notConnecting && lastProgress > current.since)) {
+      // The pool's queries complete: busy, not hung. A connection that slow is made anew.
+      if (notConnecting) dropProbe();
+      return;
+    }
+    if (!wasMade && !notConnecting) {
+      // Its connection is slow to be made, and a query of the pool ran all the while without
+      // completing: down for new requests until it answers. (With none running, a service just
+      // started on a busy machine would answer 503 to a database that is up.) But making one can
+      // take seconds on a busy machine (at load 20 a second was not enough), so the pool's
+      // connections are left alone until it has taken as long as the pool waits for one.
+      if (runningSince(asked)) {
+        setDown(new ServerDownError(`the database did not take a connection within ${HANG_AFTER_MS / 1000} s`));
+      }
+      return;
+    }
+    // A question unanswered, or a connection not made, while none of the pool's queries completed
+    // meanwhile either: it hangs, as a stopped server or pooler does.
+    const hang = wasMade
+      ? `did not answer within ${HANG_AFTER_MS / 1000} s`
+      : `did not take a connection within ${CONNECTION_WAIT_MS / 1000} s`;
+    setDown(new ServerDownError(`the database ${hang}`));
+    onHang(new Error(`the database ${hang}; its connections were closed`));
     for (const client of connections) drop(client);
-    drop(probe);
-    probe = undefined;
+    dropProbe();
   };
   const timer = setInterval(() => {
     if (pool.ended) {
       clearInterval(timer);
-      if (probe) drop(probe);
+      dropProbe();
       return;
     }
     if (asking) return;
@@ -190,8 +245,6 @@ function watchServer(
       .catch((err: Error) => {
         // Refused or broken: down (the pool sees it by itself too, and reconnects once it is back).
         setDown(new ServerDownError(`the database cannot be reached: ${err.message}`));
-        if (probe) drop(probe);
-        probe = undefined;
       })
       .finally(() => (asking = false));
   }, HANG_CHECK_EVERY_MS);

@@ -8,16 +8,12 @@ import { HEADERS, KEPT_ON_ERRORS } from './headers';
 
 /** Thrown by routes and middleware; the error middleware turns it into the bare status. */
 export class HttpError extends Error {
-  /** What the log says of this answer, where its status would say something else (a 503 that is no database's). */
-  readonly logged?: string;
-
   constructor(
     readonly status: number,
     readonly headers: Record<string, string> = {},
-    options?: ErrorOptions & { logged?: string },
+    options?: ErrorOptions,
   ) {
     super(STATUS_CODES[status] ?? String(status), options);
-    this.logged = options?.logged;
   }
 }
 
@@ -72,12 +68,14 @@ export function errorHandler(logger: Logger): Koa.Middleware {
       const status = statusOf(err);
       // A 503 for a token the identity provider's keys could not judge: logged as that, with why.
       const keys = err instanceof HttpError && err.cause instanceof KeysUnavailable ? err.cause : undefined;
+      const cause = err instanceof HttpError ? err.cause : err;
       if (status === 500) logger.error({ err }, 'unexpected error');
-      else if (err instanceof HttpError && err.logged) logger.warn({ status }, err.logged);
       else if (keys) logger.warn({ err: (keys.cause as Error | undefined)?.message }, keys.message);
-      else if (status === 503 || status === 504) logger.warn({ err: (err as Error)?.message }, 'database unavailable');
-      else if (err instanceof HttpError && err.cause instanceof Error) {
-        logger.warn({ err: err.cause.message, status }, 'value refused by the database');
+      else if (cause instanceof WriteOutcomeUnknown || isDatabaseUnavailable(cause)) {
+        logger.warn({ err: (cause as Error).message }, 'database unavailable');
+      } else if (cause instanceof Error) {
+        // A 503 of the service's own (a limit of this instance) says why; a 4xx, the value refused.
+        logger.warn({ err: cause.message, status }, status >= 500 ? 'unavailable' : 'value refused by the database');
       }
       ctx.status = status;
       ctx.type = 'text/plain';

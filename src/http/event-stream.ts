@@ -107,11 +107,8 @@ export function eventStreams(limits: AbuseLimits, { maxStreams, heartbeatMs }: E
     async admit(ctx: Koa.Context): Promise<void> {
       await limits.check(ctx, 'eventStreams');
       if (admitted >= maxStreams) {
-        throw new HttpError(
-          503,
-          {},
-          { logged: `event stream refused: ${maxStreams} open on this instance (MAX_EVENT_STREAMS)` },
-        );
+        const why = new Error(`this instance has its ${maxStreams} event streams open (MAX_EVENT_STREAMS)`);
+        throw new HttpError(503, {}, { cause: why });
       }
       admitted++;
       ctx.res.once('close', () => admitted--);

@@ -1,6 +1,6 @@
+import net from 'node:net';
 import type Koa from 'koa';
 import type { Admission, SharedLimit } from '../db/rate-limits';
-import { clientOf } from './client-address';
 import { HttpError } from './errors';
 
 /** What a route is limited by (docs/decisions.md#abuse-limits); an event stream by `eventStreams`. */
@@ -13,8 +13,32 @@ export interface StreamLimits {
 }
 
 /**
- * The abuse limits, per client (clientOf: its address, which TRUST_PROXY may take from
- * X-Forwarded-For, an IPv6 one as its /64): tokens and writes per minute, counted over all instances (rate-limits.ts);
+ * The client a request is counted against (docs/decisions.md#trusted-proxies): its address
+ * (ctx.ip, which TRUST_PROXY takes from X-Forwarded-For; an entry there that is no address is
+ * none, and the connection's peer is counted instead), an IPv6 address by its /64, the block one
+ * host is given, and an IPv4-mapped one as the IPv4 address it is.
+ */
+function clientOf(ctx: Koa.Context): string {
+  const address = net.isIP(ctx.ip) ? ctx.ip : (ctx.socket.remoteAddress ?? '');
+  if (!net.isIPv6(address)) return address;
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
+  if (mapped) return mapped[1];
+  return `${ipv6Groups(address).slice(0, 4).join(':')}::/64`;
+}
+
+/** The eight groups of an IPv6 address, without leading zeros ('::' expanded, a zone or a dotted tail read). */
+function ipv6Groups(address: string): string[] {
+  const groupsOf = (part: string) =>
+    part === '' ? [] : part.split(':').flatMap((group) => (group.includes('.') ? ['0', '0'] : [group]));
+  const [head, tail] = address.split('%')[0].split('::');
+  const left = groupsOf(head);
+  const right = tail === undefined ? [] : groupsOf(tail);
+  const zeros: string[] = Array(8 - left.length - right.length).fill('0');
+  return [...left, ...zeros, ...right].map((group) => parseInt(group, 16).toString(16));
+}
+
+/**
+ * The abuse limits, per client (clientOf): tokens and writes per minute, counted over all instances (rate-limits.ts);
  * list streams and event streams at once, counted here, as each holds this instance's connection
  * and memory. Over a limit: 429 with Retry-After; every answer of a route limited per minute,
  * errors included, carries the IETF draft's RateLimit-Policy and RateLimit headers (a refused

@@ -14,7 +14,7 @@ export interface DatabaseServer {
   replicaUrl?: string;
   /**
    * pg's Client for connections to these URLs: for the embedded server, one that authenticates
-   * only to that server (docs/decisions.md#proving-a-server-is-ours).
+   * only to that server (docs/running-as-root.md#proving-a-server-is-ours).
    */
   ServerClient: typeof Client;
   /** Stops the embedded PostgreSQL unless another process still uses it; nothing for an external database. */

@@ -29,7 +29,7 @@ export interface EmbeddedPostgres {
   port: number;
   /**
    * pg's Client for every connection to this server: it authenticates only to a server proved to
-   * be ours (docs/decisions.md#proving-a-server-is-ours).
+   * be ours (docs/running-as-root.md#proving-a-server-is-ours).
    */
   ServerClient: typeof Client;
   /** Lets go of the server, and stops it (stopServer) when no other process uses it. */

@@ -5,7 +5,7 @@ import { Client, type ClientConfig } from 'pg';
 
 /**
  * Connections to the embedded server give its passwords only to a server proved to be ours
- * (docs/decisions.md#proving-a-server-is-ours). A port named by a stale postmaster.pid, or the
+ * (docs/running-as-root.md#proving-a-server-is-ours). A port named by a stale postmaster.pid, or the
  * one we are about to start on, may meanwhile be held by another local user, who would be
  * answered with the cluster's superuser password.
  *

@@ -62,7 +62,7 @@ function unsafeBecause(dir: string, uid: number): string | undefined {
 /**
  * Throws unless only root (or we) can change `dir`, every directory above it and every link on
  * the way to it, so nothing in it can be swapped for a link by someone else while we work there
- * (docs/decisions.md#a-data_dir-reached-through-links). Where `dir` does not exist yet, what
+ * (docs/running-as-root.md#a-data_dir-reached-through-links). Where `dir` does not exist yet, what
  * exists of its path is checked.
  */
 export function assertOnlyUsCanChange(dir: string, what: string): void {

@@ -20,7 +20,7 @@ import { asServerUser, canReach, type ServerUser } from './server-user';
  *
  * The lease is one file under two names, so its link count says whether a clone still holds it,
  * wherever the clone was renamed or moved to on the same file system
- * (docs/decisions.md#which-clusters-prune-removes).
+ * (docs/running-as-root.md#which-clusters-prune-removes).
  */
 const SHARED_DIR = '/var/lib/bike-catalog';
 export const CLUSTERS_DIR = path.join(SHARED_DIR, 'clusters');

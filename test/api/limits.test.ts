@@ -182,6 +182,24 @@ describe('abuse limits behind proxies (TRUST_PROXY)', () => {
     });
   });
 
+  describe.each([
+    ['entries that are no address are the peer, not new clients', ['not-an-ip', 'not-an-ip-either'], '198.51.100.1'],
+    ['an IPv6 address counts by its /64', ['2001:db8:1:2::1', '2001:db8:1:2:ffff:ffff:ffff:fffe'], '2001:db8:1:3::1'],
+    ['an IPv4-mapped address is its IPv4 address', ['::ffff:198.51.100.9', '198.51.100.9'], '198.51.100.10'],
+  ])('with TRUST_PROXY=1: %s', (_what, sameClient, otherClient) => {
+    let svc: TestService;
+    beforeAll(async () => {
+      svc = await startTestService({ env: { TRUST_PROXY: '1', RATE_LIMIT_TOKENS: '1' } });
+    });
+    afterAll(() => svc.stop());
+
+    it(`${sameClient.join(' and ')} are one client (429 to its second token); ${otherClient} is another`, async () => {
+      expect((await mint(svc, sameClient[0])).status).toBe(200);
+      expect((await mint(svc, sameClient[1])).status).toBe(429);
+      expect((await mint(svc, otherClient)).status).toBe(200);
+    });
+  });
+
   it('when TRUST_PROXY is neither a number of proxies nor true or false, the service refuses to start and says why', () => {
     expect(() =>
       readConfig({ DATABASE_URL: 'postgresql://x/y', JWT_SECRET: 'x'.repeat(24) + 'abcdefgh12', TRUST_PROXY: 'yes' }),

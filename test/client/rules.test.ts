@@ -227,7 +227,7 @@ describe('the client against the service', () => {
 
     it('gives up after its attempts with ServerError (outcome unknown, and the key); the key then answers the one bike made', async () => {
       const { fetch } = recordingFetch((request) => request.path === '/bikes/');
-      // A key is the username's (docs/clients.md#retrying-a-create): another client of that name may use it.
+      // A key is the username's (docs/decisions.md#idempotency-keys): another client of that name may use it.
       const catalog = catalogOf({ fetch, attempts: 3, username: 'shop' });
       const fields = newBike();
       const failed = await catalog.create(fields).catch((err: unknown) => err);

@@ -1,4 +1,6 @@
+import { Writable } from 'node:stream';
 import { Client } from 'pg';
+import pino from 'pino';
 import type { Bike } from '../../src/bikes/bike';
 import { client, newBike } from '../support/bikes';
 import { type EventStream, openEventStream } from '../support/event-stream';
@@ -214,9 +216,19 @@ describe('event streams: bounds per client and per instance, and a shutdown', ()
     return stream;
   };
 
+  /** What the service logged at warn and above. */
+  const logged: { msg: string; err?: string }[] = [];
+  const capture = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      for (const line of chunk.toString('utf8').split('\n').filter(Boolean)) logged.push(JSON.parse(line));
+      done();
+    },
+  });
+
   beforeAll(async () => {
     svc = await startTestService({
       env: { TRUST_PROXY: '1', MAX_EVENT_STREAMS_PER_CLIENT: '2', MAX_EVENT_STREAMS: '3' },
+      logger: pino({ level: 'warn' }, capture),
     });
   });
   afterAll(async () => {
@@ -237,6 +249,10 @@ describe('event streams: bounds per client and per instance, and a shutdown', ()
     const full = await open(as('2'));
     expect(full.status).toBe(503);
     expect(full.headers['retry-after']).toBe('1');
+    // Logged as what it is, not as the database being away.
+    const said = logged.map(({ msg, err }) => `${msg}: ${err}`);
+    expect(said).toContain('unavailable: this instance has its 3 event streams open (MAX_EVENT_STREAMS)');
+    expect(said.filter((line) => line.startsWith('database unavailable'))).toEqual([]);
 
     // A stream that ends frees its place, for its client and for the instance.
     a1.close();
