@@ -17,9 +17,8 @@ import { schemaErrors } from './json-schema';
  *   serves, OPTIONS, a request line that is no request) is judged by the responses of
  *   `x-unmatched-requests` at the document's root, an extension shaped like an operation: its
  *   404, its 405 (whose Allow must name exactly the methods the document serves at the path),
- *   OPTIONS's 204 (a preflight's too), and what the HTTP parser answers such a request. Routes
- *   the document does not list (health, metrics, the docs page) are requests of that kind:
- *   listed as operations, they are judged as operations.
+ *   OPTIONS's 204 (a preflight's too), and what the HTTP parser answers such a request. The
+ *   operator's routes and the docs page are operations of the document (tag `operations`).
  * - What the listener or node's parser answers before routing (400 for two Host lines, 408, 413,
  *   417, 431) is judged by the operation the request line names, like any answer: the document
  *   declares it there, as it declares 431.
