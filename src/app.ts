@@ -79,7 +79,7 @@ export function createApp({
   maxEventStreams,
   heartbeatMs = HEARTBEAT_MS,
 }: AppDeps): Koa {
-  // The client (clientOf, client-address.ts) is the entry the outermost of our proxies appended to X-Forwarded-For:
+  // The client (ctx.ip) is the entry the outermost of our proxies appended to X-Forwarded-For:
   // the entries before it are whatever the client sent (docs/decisions.md#trusted-proxies).
   const app = new Koa({ proxy: trustedProxies > 0, maxIpsCount: trustedProxies });
   // Errors are answered and logged by errorHandler; what reaches here is a failure while
