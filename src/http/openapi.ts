@@ -8,7 +8,7 @@ import { HEALTH_ROUTES } from './health-router';
 import { fromDescription, type JsonSchema } from './json-schema';
 import { LISTENER_ANSWERS } from './listener';
 import { UNMATCHED_ANSWERS } from './method-not-allowed';
-import { headersOf, type RouteDeclaration } from './route';
+import { alwaysSent, headersOf, type RouteDeclaration } from './route';
 import { describe } from './schema';
 
 /**
@@ -58,9 +58,8 @@ function headerObject(name: HeaderName, required = false): Record<string, unknow
   return { description, ...(required && { required }), schema, ...(example !== undefined && { example }) };
 }
 
-/** Whether every answer of a status carries a header: those `always` sent, but on the listener's answers. */
+/** Whether every answer of a status carries a header. */
 type Required = (status: number, name: HeaderName) => boolean;
-const alwaysSent: Required = (status, name) => 'always' in HEADERS[name] && !Object.hasOwn(LISTENER_ANSWERS, status);
 
 const headerObjects = (names: HeaderName[], status: number, required: Required = alwaysSent) =>
   Object.fromEntries(names.map((name) => [name, headerObject(name, required(status, name))]));

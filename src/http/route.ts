@@ -105,6 +105,10 @@ export interface Route<Input, Deps> extends RouteDeclaration<Input> {
   handle(ctx: RouterContext, input: Input, request: RequestFacts, deps: Deps): Promise<void> | void;
 }
 
+/** Whether every answer of a status carries a header: one sent `always` (headers.ts), but on the listener's answers. */
+export const alwaysSent = (status: number, name: HeaderName) =>
+  'always' in HEADERS[name] && !Object.hasOwn(LISTENER_ANSWERS, status);
+
 /**
  * The headers a route reads and answers with (docs/decisions.md#headers): those that follow from
  * what it is (a token, a body, a read, a write with preconditions, a limit, its error statuses)
@@ -144,9 +148,7 @@ export function headersOf(route: RouteDeclaration<unknown>) {
     ]),
   );
   const required = (status: number, name: HeaderName) =>
-    'always' in HEADERS[name] &&
-    !Object.hasOwn(LISTENER_ANSWERS, status) &&
-    !(limits.includes(name) && before.has(status));
+    alwaysSent(status, name) && !(limits.includes(name) && before.has(status));
   return { request: [...new Set(request)], ok: [...new Set(ok)], errors, required };
 }
 
