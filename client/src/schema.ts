@@ -3013,7 +3013,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description The file. */
+            /** @description The file, in its own media type (text/css, text/javascript, image/png). */
             200: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
@@ -3023,9 +3023,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "text/css": string;
-                    "text/javascript": string;
-                    "image/png": string;
+                    "*/*": string;
                 };
             };
             /** @description Before any route: a request that cannot be read safely (two Host lines, a Transfer-Encoding that does not end in chunked, a request line or header node cannot parse); the connection closes. */

@@ -83,9 +83,10 @@ export const DOCS_ROUTES: PlainRoute[] = [
     operationId: 'docsPageAsset',
     summary: "A file of the page's",
     responses: {
+      // Its media type is the file's, by its name, not chosen by Accept.
       200: {
-        description: 'The file.',
-        types: [...new Set(Object.values(ASSETS).map((type) => type.split(';')[0]))],
+        description: `The file, in its own media type (${[...new Set(Object.values(ASSETS).map((type) => type.split(';')[0]))].join(', ')}).`,
+        types: ['*/*'],
         headers: ['Cache-Control'],
       },
       404: { description: 'No such file of the page.', types: ['text/plain'] },

@@ -2,6 +2,8 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { type BrowserContext, chromium, type Page } from 'playwright-core';
+import { DOCS_ROUTES } from '../../src/http/docs-router';
+import { HEALTH_ROUTES } from '../../src/http/health-router';
 import { API_ROUTES } from '../../src/api';
 import { type Relay, relayTo } from '../support/exchanges';
 import { spawnService, type ServiceProcess } from '../support/process';
@@ -18,9 +20,11 @@ const SCREENSHOT = path.join(os.tmpdir(), 'bike-catalog-docs.png');
 const SCREENSHOT_EXPANDED = path.join(os.tmpdir(), 'bike-catalog-docs-create.png');
 
 /** Every operation the service declares, as Swagger UI shows them. */
-const OPERATIONS = Object.values(API_ROUTES).map(
-  (route) => `${route.method.toUpperCase()} ${route.path.replace(/:(\w+)/g, '{$1}')}`,
-);
+/** The API's operations, and the operator's routes and the docs page's (tag `operations`). */
+const OPERATIONS = [
+  ...Object.values(API_ROUTES).map((route) => `${route.method.toUpperCase()} ${route.path.replace(/:(\w+)/g, '{$1}')}`),
+  ...[...HEALTH_ROUTES, ...DOCS_ROUTES].map((route) => `GET ${route.path}`),
+];
 
 describe('GET /docs in headless Chromium', () => {
   const scratch = tempDataDir('browser');
