@@ -27,10 +27,11 @@
  * spent per request answered (user + system, all its threads, from /proc/<pid>/stat): on a
  * shared machine throughput swings, CPU per request much less. Then /bikes/all (time, memory,
  * compression, conditional GETs), what the catalog version costs writers, pages of GET /bikes
- * (bench/browse.js), the change feed (bench/feed.js), commit to event on another instance
- * (bench/live.js), and the goals as met or missed. A default run takes about 12 minutes on 2 cores.
+ * (bench/browse.js), where a request's CPU goes, part by part, the service's beside the Koa
+ * server's with the same features (GET by id and a page, each in a profiled turn: bench/parts.js),
+ * the change feed (bench/feed.js), commit to event on another instance (bench/live.js), and the
+ * goals as met or missed. A default run takes about 12 minutes on 2 cores.
  */
-const { execFileSync } = require('node:child_process');
 const { createHash, randomBytes } = require('node:crypto');
 const fs = require('node:fs');
 const http = require('node:http');
@@ -42,9 +43,11 @@ const { Client } = require('pg');
 const { browseReport, measureBrowse } = require('./browse');
 const { measureFeed } = require('./feed');
 const { liveReport, measureLive } = require('./live');
+const { measureParts } = require('./parts');
 const { seedBikes } = require('./seed');
 const {
   bikeBody,
+  cpuMicros,
   f0,
   f2,
   median,
@@ -159,22 +162,6 @@ function memoryOf(pid) {
   const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
   const field = (name) => Number(new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? NaN);
   return { rss: field('VmRSS'), hwm: field('VmHWM') };
-}
-
-const CLOCK_TICKS = (() => {
-  try {
-    return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' })) || 100;
-  } catch {
-    return 100;
-  }
-})();
-
-/** CPU time a process has used so far, user and system, all its threads, in µs (/proc/<pid>/stat: utime, stime). */
-function cpuMicros(pid) {
-  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-  // The fields after the command's name, which may hold spaces: the 3rd field of the line first.
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return ((Number(fields[14 - 3]) + Number(fields[15 - 3])) * 1e6) / CLOCK_TICKS;
 }
 
 /** Peak RSS of each process while `work` runs: VmHWM reset before (Linux clear_refs), and sampled every 20 ms. */
@@ -353,6 +340,7 @@ async function turn(server, requests, connections) {
   }
   const cpu = cpuMicros(server.pid) - cpuBefore;
   return {
+    requests: result.requests.total,
     rps: result.requests.total / result.duration,
     cpu: cpu / result.requests.total,
     p50: result.latency.p50,
@@ -385,6 +373,37 @@ async function measureLoads(servers, samples, token, keys) {
     }
   }
   return turns;
+}
+
+/** A first page of GET /bikes, as the service and the Koa server (a) both answer it. */
+const PAGE = [{ method: 'GET', path: '/bikes?limit=24' }];
+
+/**
+ * Where a request's CPU goes, GET by id and a page, the service's beside the Koa server's with
+ * the same features (a), each in one profiled turn of its own (bench/parts.js): the table, under
+ * a line that says what it shows and whether both answered the page alike.
+ */
+async function measureRequestParts(servers, byId, { serviceEnv, env, workDir, profileDir, backendPid }) {
+  const [service] = servers;
+  const koa = servers.find((s) => s.name === KOA_FEATURES.name);
+  const pageBodies = await Promise.all([service, koa].filter(Boolean).map((s) => get(`${s.baseUrl}${PAGE[0].path}`)));
+  const alike = pageBodies.every((answer) => answer.status === 200 && answer.sha256 === pageBodies[0].sha256);
+  const rows = await measureParts({
+    servers: [
+      { name: SERVICE.name, command: SERVICE.command, env: serviceEnv },
+      ...(koa ? [{ name: 'Koa (a)', command: [path.join(__dirname, KOA_FEATURES.script)], env }] : []),
+    ],
+    loads: { 'GET /bikes/:id': byId, 'page of 24': PAGE },
+    workDir,
+    profileDir,
+    turn,
+    cannon,
+    connections: CONNECTIONS,
+    backendPid,
+    log,
+  });
+  return `Where a request's CPU goes: µs per request in one profiled turn of each (${CONNECTIONS} connections); the main thread's CPU shared out by its profile's samples, the process's other threads, and the whole PostgreSQL server's CPU during the turn${koa ? `; the page answered alike by both: ${alike ? 'yes' : 'NO'}` : ''}
+${table(rows)}`;
 }
 
 /**
@@ -644,7 +663,7 @@ function goals(turns, all) {
   return lines.join('\n');
 }
 
-function report({ servers, turns, different, all, versionCost, browse, feed, live, samples, durability }) {
+function report({ servers, turns, different, all, versionCost, browse, parts, feed, live, samples, durability }) {
   const pages = browseReport(browse, CONNECTIONS);
   const cpuModel = /^model name\s*:\s*(.*)$/m.exec(fs.readFileSync('/proc/cpuinfo', 'utf8'))?.[1] ?? 'unknown';
   console.log(`
@@ -664,6 +683,8 @@ ${allTables(all, versionCost)}
 
 GET /bikes, the service's pages beside its GET by id, in turns
 ${pages.table}
+
+${parts}
 
 ${feed.tables}
 
@@ -773,7 +794,8 @@ async function main() {
       const samples = await pickSamples(pg.adminUrl);
       const setVersionTrigger = (enabled) =>
         admin.query(`ALTER TABLE bikes ${enabled ? 'ENABLE ALWAYS' : 'DISABLE'} TRIGGER bikes_version_on_insert`);
-      await measureAndReport(pg, workDir, samples, durability, setVersionTrigger);
+      const backendPid = (await admin.query('SELECT pg_backend_pid() AS pid')).rows[0].pid;
+      await measureAndReport(pg, workDir, samples, durability, setVersionTrigger, backendPid);
       finished = true;
     } finally {
       await admin.end();
@@ -783,7 +805,7 @@ async function main() {
   }
 }
 
-async function measureAndReport(pg, workDir, samples, durability, setVersionTrigger) {
+async function measureAndReport(pg, workDir, samples, durability, setVersionTrigger, backendPid) {
   const jwtSecret = randomBytes(32).toString('base64url');
   const env = { DATABASE_URL: pg.adminUrl, JWT_SECRET: jwtSecret, CORS_ORIGIN: 'https://shop.example.com' };
   const profileDir = path.join(os.tmpdir(), 'bike-bench-profiles');
@@ -822,6 +844,7 @@ async function measureAndReport(pg, workDir, samples, durability, setVersionTrig
       cannon,
       log,
     });
+    const parts = await measureRequestParts(servers, byId, { serviceEnv, env, workDir, profileDir, backendPid });
     const all = await measureAll(service, baseline, samples);
     Object.assign(turns, await measureLoads(servers, samples, token, WRITES));
     const versionCost = await measureVersionCost(service, samples, token, setVersionTrigger);
@@ -830,7 +853,7 @@ async function measureAndReport(pg, workDir, samples, durability, setVersionTrig
       { turn, cannon, log, connectionsOf, rounds: ROUNDS, duration: DURATION, quick: args.quick },
     );
     const live = await measureLive({ databaseUrl: pg.adminUrl, jwtSecret, workDir });
-    report({ servers, turns, different, all, versionCost, browse, feed, live, samples, durability });
+    report({ servers, turns, different, all, versionCost, browse, parts, feed, live, samples, durability });
   } catch (err) {
     // A server that stopped answering has usually exited: say which, and why it says it did.
     for (const server of servers) {

@@ -1,7 +1,7 @@
 'use strict';
 
 /** What the bench's scripts share. */
-const { spawn } = require('node:child_process');
+const { execFileSync, spawn } = require('node:child_process');
 const fs = require('node:fs');
 const net = require('node:net');
 const os = require('node:os');
@@ -38,6 +38,50 @@ async function onAndOff({ rounds, set, measure, log }) {
     await set(true);
   }
   return { on: median(rps.on), off: median(rps.off), ratios: rps.on.map((r, i) => r / rps.off[i]) };
+}
+
+const CLOCK_TICKS = (() => {
+  try {
+    return Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' })) || 100;
+  } catch {
+    return 100;
+  }
+})();
+
+/** The fields of /proc/<pid>/stat (or /proc/<pid>/task/<tid>/stat) after the command's name, the 3rd first. */
+function statFields(pid) {
+  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+  // The command's name may hold spaces: the fields start after its closing parenthesis.
+  return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+}
+const ticksToMicros = (...ticks) => (ticks.reduce((sum, t) => sum + Number(t), 0) * 1e6) / CLOCK_TICKS;
+
+/** CPU time a process has used so far, user and system, all its threads, in µs (utime, stime). */
+const cpuMicros = (pid) => {
+  const fields = statFields(pid);
+  return ticksToMicros(fields[14 - 3], fields[15 - 3]);
+};
+
+/** CPU time of a process's main thread so far, in µs (the thread whose id is the process's). */
+const mainThreadCpuMicros = (pid) => cpuMicros(`${pid}/task/${pid}`);
+
+/**
+ * CPU time the whole PostgreSQL server has used so far, in µs: the postmaster, every process it
+ * runs now (backends, the WAL writer, the checkpointer...), and those that have exited (cutime,
+ * cstime), so that a backend closed during a turn still counts. `backendPid`: any backend's.
+ */
+function postgresCpuMicros(backendPid) {
+  const postmaster = statFields(backendPid)[4 - 3];
+  const fields = statFields(postmaster);
+  let total = ticksToMicros(fields[14 - 3], fields[15 - 3], fields[16 - 3], fields[17 - 3]);
+  for (const pid of fs.readdirSync('/proc').filter((name) => /^\d+$/.test(name))) {
+    try {
+      if (statFields(pid)[4 - 3] === postmaster) total += cpuMicros(pid);
+    } catch {
+      // gone meanwhile: its time is in the postmaster's cutime now
+    }
+  }
+  return total;
 }
 
 function freePort() {
@@ -132,6 +176,9 @@ async function startServer(name, command, env, workDir) {
 
 module.exports = {
   bikeBody,
+  cpuMicros,
+  mainThreadCpuMicros,
+  postgresCpuMicros,
   f0,
   f2,
   freePort,

@@ -5,6 +5,7 @@ import { OPERATOR_ISSUER } from './auth/caller';
 import type { IdentityProvider } from './auth/provider';
 import { MIN_SECRET_BYTES, MIN_SECRET_DISTINCT_CHARACTERS } from './auth/secret';
 import type { TokenIssuance } from './auth/tokens';
+import type { PreparedStatements } from './db/pool';
 
 /** Everything the service reads from its environment, validated once at start-up. */
 export interface Config {
@@ -19,6 +20,8 @@ export interface Config {
   directUrl: string | undefined;
   /** A streaming replica for the read routes; unset, reads go to DATABASE_URL. */
   replicaUrl: string | undefined;
+  /** DATABASE_PREPARED_STATEMENTS: auto (the default), on or off (PreparedStatements in src/db/pool.ts). */
+  preparedStatements: PreparedStatements;
   dataDir: string;
   /** JWT_SECRET, or the file JWT_SECRET_FILE names. Unset: with the embedded database a secret is created once in `dataDir`. */
   jwtSecret: string | undefined;
@@ -137,6 +140,10 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env, { signsTokens =
   if (databaseUrl === undefined && (directUrl ?? replicaUrl) !== undefined) {
     throw new ConfigError('DATABASE_DIRECT_URL and DATABASE_REPLICA_URL go with DATABASE_URL, which is not set');
   }
+  const preparedStatements = nonEmpty(env.DATABASE_PREPARED_STATEMENTS) ?? 'auto';
+  if (!isPreparedStatements(preparedStatements)) {
+    throw new ConfigError(`DATABASE_PREPARED_STATEMENTS must be auto, on or off, got "${preparedStatements}"`);
+  }
   const jwtSecret = settingOrFile(env, 'JWT_SECRET');
   if (signsTokens && jwtSecret !== undefined) checkSecretStrength(jwtSecret);
   if (signsTokens && databaseUrl !== undefined && jwtSecret === undefined) {
@@ -171,6 +178,7 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env, { signsTokens =
     databaseUrl,
     directUrl,
     replicaUrl,
+    preparedStatements,
     dataDir: path.resolve(nonEmpty(env.DATA_DIR) ?? path.join(__dirname, '..', '.data')),
     jwtSecret,
     tokenIssuance,
@@ -185,6 +193,8 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env, { signsTokens =
     maxEventStreams: limit('MAX_EVENT_STREAMS', 1_000),
   };
 }
+
+const isPreparedStatements = (value: string): value is PreparedStatements => ['auto', 'on', 'off'].includes(value);
 
 /** An address of this machine only: 127.0.0.0/8, ::1, localhost. */
 function isLoopback(hostname: string): boolean {

@@ -4,7 +4,8 @@ import fs from 'node:fs';
 /**
  * A secret kept in a file readable by its owner only (0600), made once and reused after
  * restarts. It appears whole or not at all (written aside, then linked into place), so
- * processes starting at once all read the same one.
+ * processes starting at once all read the same one. One that others may read (copied or restored
+ * without its mode) is made its owner's only again.
  */
 export function loadOrCreateSecretFile(file: string, make: () => string): string {
   if (!fs.existsSync(file)) {
@@ -18,5 +19,11 @@ export function loadOrCreateSecretFile(file: string, make: () => string): string
       fs.unlinkSync(partial);
     }
   }
-  return fs.readFileSync(file, 'utf8').trim();
+  const fd = fs.openSync(file, 'r');
+  try {
+    if (fs.fstatSync(fd).mode & 0o077) fs.fchmodSync(fd, 0o600);
+    return fs.readFileSync(fd, 'utf8').trim();
+  } finally {
+    fs.closeSync(fd);
+  }
 }

@@ -53,11 +53,11 @@ export interface Service {
 }
 
 /** Prepares the database (prepareToServe) once it answers. */
-async function prepareWhenReachable(server: DatabaseServer, logger: Logger): Promise<void> {
+async function prepareWhenReachable(server: DatabaseServer, retentionDays: number, logger: Logger): Promise<void> {
   const deadline = Date.now() + DATABASE_WAIT_MS;
   for (;;) {
     try {
-      await prepareToServe(server, (message) => logger.info(message));
+      await prepareToServe(server, retentionDays, (message) => logger.info(message));
       return;
     } catch (err) {
       if (!isDatabaseUnavailable(err) || Date.now() > deadline) throw err;
@@ -81,6 +81,7 @@ export async function startService(config: Config, logger: Logger, tuning: Servi
   const connect = (name: string, url: string) => {
     const pool = connectPool(url, (err) => logger.warn({ err: err.message, pool: name }, 'database connection lost'), {
       ServerClient: databaseServer.ServerClient,
+      preparedStatements: config.preparedStatements,
     });
     watchPool(name, pool);
     pools.push(pool);
@@ -91,7 +92,7 @@ export async function startService(config: Config, logger: Logger, tuning: Servi
     const jwtSecret = config.jwtSecret ?? loadOrCreateSecret(config.dataDir);
     // Each migration takes its lock inside its own transaction, so directUrl may be a transaction
     // pooler too; it is DATABASE_DIRECT_URL only when that is set (a role with more rights).
-    await prepareWhenReachable(databaseServer, logger);
+    await prepareWhenReachable(databaseServer, config.changesRetentionDays, logger);
     const primary = connect('primary', databaseServer.url);
     const { role, may } = await roleMayChangeSchema(primary);
     if (may) {

@@ -1,5 +1,7 @@
 import fc from 'fast-check';
+import { bike as bikeSchema } from '../src/bikes/bike';
 import { bikeJson, bikesJson } from '../src/api/bike-json';
+import { type Shape, shapeOf } from './support/bikes';
 
 /** The compiled serializer must write exactly what JSON.stringify writes: clients see the same bytes. */
 describe('the bike serializer', () => {
@@ -9,19 +11,20 @@ describe('the bike serializer', () => {
     fc.integer(),
     fc.constantFrom(-0, 1e308, 1.2345678901234567e300, 1e21, 5e-324, 0.1, Number.MAX_SAFE_INTEGER + 2),
   );
-  const money = fc.record({ amount: number, currencyCode: text });
-  const bike = fc.record({
-    id: fc.uuid(),
-    handle: text,
-    title: text,
-    productType: text,
-    createdAt: text,
-    description: text,
-    vendor: text,
-    availableForSale: fc.boolean(),
-    totalInventory: number,
-    priceRange: fc.record({ minPrice: money, maxPrice: money }),
-  });
+  /** Bikes of every field of the definition, in its order (the order JSON.stringify writes them in). */
+  const leaves: Record<string, fc.Arbitrary<unknown>> = {
+    string: text,
+    number,
+    boolean: fc.boolean(),
+    uuid: fc.uuid(),
+  };
+  const objectOf = (shape: Shape): fc.Arbitrary<Record<string, unknown>> =>
+    fc.record(
+      Object.fromEntries(
+        Object.entries(shape).map(([key, field]) => [key, typeof field === 'string' ? leaves[field] : objectOf(field)]),
+      ),
+    );
+  const bike = objectOf({ ...shapeOf(bikeSchema), id: 'uuid' });
 
   it('writes a bike byte for byte as JSON.stringify does', () => {
     fc.assert(

@@ -1,12 +1,12 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { Client } from 'pg';
-import { startEmbeddedPostgres } from '../src/postgres/embedded-postgres';
+import { type EmbeddedPostgres, startEmbeddedPostgres } from '../src/postgres/embedded-postgres';
 import { serverUser } from '../src/postgres/server-user';
-import { isStartupMessageOnly, type Neighbour, neighbourListeningOn, NOBODY } from './support/neighbour';
-import { freePort, launchService, spawnService } from './support/process';
+import { client, issueToken, newBike } from './support/bikes';
+import { ANSWERS, isAtMostTheStartupMessage, type Neighbour, neighbourListeningOn, NOBODY } from './support/neighbour';
+import { freePort, launchService, type ServiceProcess, spawnService } from './support/process';
 import { tempDataDir } from './support/temp-dir';
-import { waitFor } from './support/wait';
+import { PATIENCE_MS, waitFor } from './support/wait';
 
 /**
  * As root, beside other local users (issue 24): what a user who is neither root nor the server
@@ -32,36 +32,37 @@ function isAlive(pid: number): boolean {
   return !stat.slice(stat.lastIndexOf(')') + 2).startsWith('Z');
 }
 
-/**
- * A crash, as after an OOM kill or a power loss: PostgreSQL SIGKILLed, postmaster.pid left behind.
- * (Started by this process, which reaps it, so its pid is free again as after a reboot.)
- */
-async function crash(dataDir: string): Promise<void> {
-  const pid = Number(postmasterPid(dataDir)[0]);
+/** The pids of the server whose postmaster is `pid`: it, and the processes it started. */
+function serverProcesses(pid: number): number[] {
   const children = fs.readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').split(' ').filter(Boolean).map(Number);
+  return [pid, ...children];
+}
+
+/** SIGKILL to the postmaster; resolves once every process of its server is gone. */
+async function kill(pid: number): Promise<void> {
+  const processes = serverProcesses(pid);
   process.kill(pid, 'SIGKILL');
   // Its children leave once they see it gone; until then they hold the cluster's shared memory.
-  await waitFor(
-    'the crashed server’s processes to go',
-    () => ([pid, ...children].some(isAlive) ? undefined : true),
-    15_000,
-  );
-  await waitFor('the crashed server to be reaped', () => (fs.existsSync(`/proc/${pid}`) ? undefined : true), 15_000);
+  await waitFor('the killed server’s processes to go', () => (processes.some(isAlive) ? undefined : true));
+}
+
+/**
+ * A crash, as after an OOM kill or a power loss: PostgreSQL SIGKILLed, postmaster.pid left behind,
+ * and the process that ran it gone as well: it lets go at once, before it could start the server
+ * again (it was started by this process, which reaps it, so its pid is free again as after a reboot).
+ */
+async function crash(postgres: EmbeddedPostgres, dataDir: string): Promise<void> {
+  const pid = Number(postmasterPid(dataDir)[0]);
+  const killed = kill(pid);
+  const lettingGo = postgres.stop();
+  await killed;
+  await waitFor('the crashed server to be reaped', () => (fs.existsSync(`/proc/${pid}`) ? undefined : true));
+  await lettingGo;
 }
 
 /** The superuser's password of `dataDir`'s cluster: compared with what a neighbour heard, never printed. */
 function superuserPassword(dataDir: string): Buffer {
   return fs.readFileSync(path.join(dataDir, 'postgres-password'));
-}
-
-async function dataDirectoryOf(adminUrl: string): Promise<string> {
-  const db = new Client({ connectionString: adminUrl });
-  await db.connect();
-  try {
-    return (await db.query<{ dir: string }>(`SELECT current_setting('data_directory') AS dir`)).rows[0].dir;
-  } finally {
-    await db.end();
-  }
 }
 
 /** Runs `work` while `neighbour` listens, then stops it: what it heard meanwhile. */
@@ -75,43 +76,46 @@ async function heardDuring(neighbour: Neighbour, work: () => Promise<void>): Pro
   return neighbour.stop();
 }
 
-/** It was asked (something tried its port), and heard nothing a client says once it trusts a server. */
+/** It was asked (something connected to its port), and heard nothing a client says once it trusts a server. */
 function expectNothingPastStartup(heard: Buffer[], dataDir: string): void {
   expect(heard.length).toBeGreaterThan(0);
   expect(heard.some((bytes) => bytes.includes(superuserPassword(dataDir)))).toBe(false);
-  expect(heard.map(isStartupMessageOnly)).toEqual(heard.map(() => true));
+  expect(heard.map(isAtMostTheStartupMessage)).toEqual(heard.map(() => true));
+}
+
+async function stop(service: ServiceProcess): Promise<void> {
+  service.child.kill('SIGTERM');
+  expect((await service.exited).code).toBe(0);
+}
+
+/** A bike made through the service: it answers 200. */
+async function expectACreate(baseUrl: string): Promise<void> {
+  const res = await client(baseUrl, await issueToken(baseUrl)).request('POST', '/bikes', { body: newBike() });
+  expect(res.status).toBe(200);
 }
 
 (asRoot ? describe : describe.skip)('as root, another local user listening on the embedded server’s port', () => {
-  it.each([
-    ['the password in clear', 'cleartext' as const],
-    ['SCRAM-SHA-256', 'scram' as const],
-  ])(
-    'after a crash, a neighbour on the port postmaster.pid names that asks for %s hears nothing past the startup message, and the server starts on another port',
-    async (_asking, asks) => {
-      const dataDir = tempDataDir('stale-port');
-      try {
-        const crashed = await startEmbeddedPostgres({ dataDir });
-        await crash(dataDir);
-        const stalePort = Number(postmasterPid(dataDir)[3]);
-        const neighbour = await neighbourListeningOn(stalePort, asks);
-        const heard = await heardDuring(neighbour, async () => {
-          const postgres = await startEmbeddedPostgres({ dataDir });
-          try {
-            expect(postgres.port).not.toBe(stalePort);
-            expect(await dataDirectoryOf(postgres.adminUrl)).toBe(fs.realpathSync(path.join(dataDir, 'postgres')));
-          } finally {
-            await postgres.stop();
-          }
-          // The crashed process's own hold on its server reconnects to that port meanwhile; it lets go here.
-          await crashed.stop();
-        });
-        expectNothingPastStartup(heard, dataDir);
-      } finally {
-        fs.rmSync(dataDir, { recursive: true, force: true });
-      }
+  let dataDir: string;
+  beforeAll(() => (dataDir = tempDataDir('stale-port')));
+  afterAll(() => fs.rmSync(dataDir, { recursive: true, force: true }));
+
+  it.each(ANSWERS)(
+    'after a crash, a neighbour on the port postmaster.pid names that answers %s hears nothing past the startup message, and the service starts its server on another port and serves',
+    async (answers) => {
+      await crash(await startEmbeddedPostgres({ dataDir }), dataDir);
+      const stalePort = Number(postmasterPid(dataDir)[3]);
+      const heard = await heardDuring(await neighbourListeningOn(stalePort, answers), async () => {
+        const service = await spawnService({ DATA_DIR: dataDir });
+        try {
+          expect((await fetch(`${service.baseUrl}/readyz`)).status).toBe(200);
+          await expectACreate(service.baseUrl);
+          expect(Number(postmasterPid(dataDir)[3])).not.toBe(stalePort);
+        } finally {
+          await stop(service);
+        }
+      });
+      expectNothingPastStartup(heard, dataDir);
     },
-    120_000,
   );
 
   it('a neighbour that takes the port the server is about to start on hears no password, and the start fails with one line', async () => {
@@ -127,13 +131,70 @@ function expectNothingPastStartup(heard: Buffer[], dataDir: string): void {
     } finally {
       fs.rmSync(dataDir, { recursive: true, force: true });
     }
-  }, 60_000);
+  });
 });
 
-/** Runs the service until it exits (or kills it after `ms`): its exit code and what it wrote to stderr. */
-async function exitOf(env: Record<string, string>, ms = 30_000): Promise<{ code: number | null; errors: string }> {
+/**
+ * The embedded server killed under a running service, and its port taken by a neighbour before
+ * the service could start it there again (docs/operations.md#when-postgresql-stops): the service
+ * lives, answers 503 meanwhile, and starts its server again on another port.
+ */
+(asRoot ? describe : describe.skip)(
+  'as root, another local user on the port of the embedded server killed under a running service',
+  () => {
+    let dataDir: string;
+    let service: ServiceProcess;
+    beforeAll(async () => {
+      dataDir = tempDataDir('killed-under');
+      service = await spawnService({ DATA_DIR: dataDir });
+    });
+    afterAll(async () => {
+      await stop(service);
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    });
+
+    it.each(ANSWERS)(
+      'a neighbour that answers %s hears nothing past the startup message; the service answers 200 or 503, and serves again from another port',
+      async (answers) => {
+        const [pid, port] = [0, 3].map((line) => Number(postmasterPid(dataDir)[line]));
+        // Held from the kill until the neighbour has the port: a neighbour faster than the service,
+        // whatever this machine's speed.
+        service.child.kill('SIGSTOP');
+        let neighbour: Neighbour;
+        try {
+          await kill(pid);
+          neighbour = await neighbourListeningOn(port, answers);
+        } finally {
+          service.child.kill('SIGCONT');
+        }
+        const statuses = new Set<number>();
+        const heard = await heardDuring(neighbour, async () => {
+          await waitFor(
+            'the service to serve again',
+            async () => {
+              const answered = await Promise.all(
+                ['/readyz', '/bikes/all'].map(async (route) => (await fetch(`${service.baseUrl}${route}`)).status),
+              );
+              for (const status of answered) statuses.add(status);
+              return answered.every((status) => status === 200) ? true : undefined;
+            },
+            { everyMs: 100 },
+          );
+        });
+        expect(service.child.exitCode).toBeNull();
+        expect([...statuses].filter((status) => status !== 200 && status !== 503)).toEqual([]);
+        expect(Number(postmasterPid(dataDir)[3])).not.toBe(port);
+        await expectACreate(service.baseUrl);
+        expectNothingPastStartup(heard, dataDir);
+      },
+    );
+  },
+);
+
+/** Runs the service until it exits (or kills it after PATIENCE_MS): its exit code and what it wrote to stderr. */
+async function exitOf(env: Record<string, string>): Promise<{ code: number | null; errors: string }> {
   const service = await launchService(env);
-  const timer = setTimeout(() => service.child.kill('SIGKILL'), ms);
+  const timer = setTimeout(() => service.child.kill('SIGKILL'), PATIENCE_MS);
   const { code } = await service.exited;
   clearTimeout(timer);
   return { code, errors: service.errors() };
@@ -157,7 +218,7 @@ async function exitOf(env: Record<string, string>, ms = 30_000): Promise<{ code:
       expect.stringContaining(`is not safe to use as root: the link ${link} belongs to user ${NOBODY}`),
     ]);
     expect(fs.readdirSync(path.join(base, 'real'))).toEqual([]);
-  }, 60_000);
+  });
 
   it('in a directory another user may write to is refused, naming that directory', async () => {
     const open = path.join(base, 'open');
@@ -167,14 +228,14 @@ async function exitOf(env: Record<string, string>, ms = 30_000): Promise<{ code:
     const { code, errors } = await exitOf({ DATA_DIR: path.join(open, 'via', 'data') });
     expect(code).toBe(1);
     expect(errors).toContain(`is not safe to use as root: others may write to ${open}`);
-  }, 60_000);
+  });
 
   it('owned by root, in a directory only root can change, is followed: the service serves from its target', async () => {
     const link = path.join(base, 'via');
     fs.symlinkSync(path.join(base, 'real'), link);
-    const service = await spawnService({ DATA_DIR: path.join(link, 'data') }, { timeoutMs: 60_000 });
+    const service = await spawnService({ DATA_DIR: path.join(link, 'data') });
     service.child.kill('SIGTERM');
     expect((await service.exited).code).toBe(0);
     expect(fs.existsSync(path.join(base, 'real', 'data', 'postgres', 'PG_VERSION'))).toBe(true);
-  }, 60_000);
+  });
 });

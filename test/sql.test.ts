@@ -1,5 +1,5 @@
-import type { Pool } from 'pg';
-import { connectPool } from '../src/db/pool';
+import { Client, type Pool } from 'pg';
+import { connectPool, queryOnClient } from '../src/db/pool';
 import type { Query } from '../src/db/replica';
 import { kysely, param, prepare } from '../src/db/sql';
 import { createTestDatabase } from './support/databases';
@@ -66,6 +66,29 @@ describe('a statement compiled once', () => {
       ),
     ];
     expect(misuses).toBeInstanceOf(Function);
+  });
+
+  it('runs a statement prepared before, whose rows have changed type since (a migration), again unnamed', async () => {
+    const url = await createTestDatabase();
+    const prepared = connectPool(url, () => undefined, { preparedStatements: 'on' });
+    const admin = new Client({ connectionString: url });
+    await admin.connect();
+    const client = await prepared.connect();
+    try {
+      const query = queryOnClient(client);
+      const versionOf = prepare({ slot: param<number>() }, (p) =>
+        kysely.selectFrom('catalog_version_slots').select('version').where('slot', '=', p.slot),
+      );
+      expect(await versionOf.run(query, { slot: 1 })).toEqual([{ version: '0' }]);
+      await admin.query('ALTER TABLE catalog_version_slots ALTER COLUMN version TYPE numeric');
+      // PostgreSQL refuses the statement prepared on this connection (its result type changed).
+      expect(await versionOf.run(query, { slot: 1 })).toEqual([{ version: '0' }]);
+      expect(await versionOf.run(query, { slot: 2 })).toEqual([{ version: '0' }]);
+    } finally {
+      client.release();
+      await admin.end();
+      await prepared.end();
+    }
   });
 
   it('refuses a query with a value of its own', () => {

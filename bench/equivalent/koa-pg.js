@@ -6,7 +6,8 @@
  * histogram by route and status (prom-client), CORS for one origin (@koa/cors), compression over
  * 1 KB at level 1 (koa-compress), ETags and 304s (koa-conditional-get, @koa/etag); writes need a
  * bearer token (jsonwebtoken) and a body (koa-bodyparser) that passes the service's yup schemas.
- * The baseline's SQL and JSON (../minimal/sql.js).
+ * A page of bikes (GET /bikes?limit=, oldest first, a Link to the next), its query checked by yup,
+ * for the bench's parts of a page (bench/parts.js). The baseline's SQL and JSON (../minimal/sql.js).
  *
  *   DATABASE_URL=... JWT_SECRET=... CORS_ORIGIN=... PORT=... node bench/equivalent/koa-pg.js
  */
@@ -20,8 +21,17 @@ const compress = require('koa-compress');
 const conditional = require('koa-conditional-get');
 const { Pool } = require('pg');
 const pinoHttp = require('pino-http');
+const yup = require('yup');
 const { bikeFields, patch, replacement } = require('../../dist/bikes/bike.js');
-const { SQL, deriveHandle, insertValues, patchValues, searchRows, toBike } = require('../minimal/sql');
+const {
+  BEFORE_FIRST_SEQ,
+  SQL,
+  deriveHandle,
+  insertValues,
+  patchValues,
+  searchRows,
+  toBike,
+} = require('../minimal/sql');
 const { serve } = require('../minimal/serve');
 const { COMPRESSION, CORS_ORIGIN, logger, register, requestDuration, verifyBearer } = require('./features');
 
@@ -50,7 +60,29 @@ const valid = (schema) => async (ctx, next) => {
   return next();
 };
 
+const pageQuery = yup.object({
+  limit: yup.number().integer().min(1).max(250).default(24),
+  after: yup
+    .string()
+    .matches(/^-?\d{1,19}$/)
+    .default(BEFORE_FIRST_SEQ),
+});
+
 const router = new Router();
+router.get('/bikes', async (ctx) => {
+  let query;
+  try {
+    query = await pageQuery.validate(ctx.query);
+  } catch (err) {
+    ctx.throw(400, err.message);
+  }
+  const { rows } = await pool.query(SQL.batch, [query.after, query.limit + 1]);
+  const page = rows.slice(0, query.limit);
+  if (rows.length > query.limit) {
+    ctx.set('Link', `</bikes?limit=${query.limit}&after=${page[page.length - 1].seq}>; rel="next"`);
+  }
+  ctx.body = page.map(toBike);
+});
 router.get('/bikes/search/by-title', async (ctx) => {
   ctx.body = (await searchRows(pool, String(ctx.query.query ?? ''))).map(toBike);
 });

@@ -13,7 +13,7 @@ const { PrismaPg } = require('@prisma/adapter-pg');
 const { Pool } = require('pg');
 const { PrismaClient } = require('../../dist/generated/prisma/client.js');
 // The service's select and mapping of the model's fields: the same query and the same JSON.
-const { BIKE_SELECT: SELECT, fromModelFields: toBike } = require('../../dist/bikes/model.js');
+const { BIKE_SELECT: SELECT, fromModelFields: toBike } = require('../../dist/bikes/fields.js');
 const { deriveHandle } = require('./sql');
 const { serve } = require('./serve');
 

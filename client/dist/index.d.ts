@@ -599,7 +599,7 @@ interface components {
             totalInventory: number;
             priceRange: components["schemas"]["PriceRange"];
         };
-        /** @description All eight fields, plus a non-empty id and handle. Strings may not contain U+0000 or a lone UTF-16 surrogate; numbers are any finite JSON number. Types are strict: "5" is not a number and "true" is not a boolean. Unknown fields are ignored. */
+        /** @description Every field of a bike: those a create takes, plus a non-empty id and handle. Strings may not contain U+0000 or a lone UTF-16 surrogate; numbers are any finite JSON number. Types are strict: "5" is not a number and "true" is not a boolean. Unknown fields are ignored. */
         BikeReplacement: {
             id: string;
             handle: string;
@@ -624,7 +624,7 @@ interface components {
             totalInventory?: number;
             priceRange?: components["schemas"]["PriceRange"];
         };
-        /** @description The eight client fields. Strings may not contain U+0000 or a lone UTF-16 surrogate; numbers are any finite JSON number. Types are strict: "5" is not a number and "true" is not a boolean. Unknown fields are ignored. */
+        /** @description Every field of a bike but id and handle, which the server makes. Strings may not contain U+0000 or a lone UTF-16 surrogate; numbers are any finite JSON number. Types are strict: "5" is not a number and "true" is not a boolean. Unknown fields are ignored. */
         NewBike: {
             title: string;
             productType: string;
@@ -1406,7 +1406,7 @@ interface operations {
             };
             cookie?: never;
         };
-        /** @description All eight fields, plus a non-empty id and handle. */
+        /** @description Every field of a bike: those a create takes, plus a non-empty id and handle. */
         requestBody: {
             content: {
                 /**
@@ -2487,7 +2487,7 @@ interface operations {
             path?: never;
             cookie?: never;
         };
-        /** @description The eight client fields. */
+        /** @description Every field of a bike but id and handle, which the server makes. */
         requestBody: {
             content: {
                 /**
@@ -3360,7 +3360,7 @@ interface operations {
 /** The service's types, as its OpenAPI document declares them (schema.ts, generated). */
 type Schemas = components['schemas'];
 type Bike = Schemas['Bike'];
-/** The eight fields a create sends (the service makes `id` and `handle`). */
+/** The fields a create sends: all of a bike's but `id` and `handle`, which the service makes. */
 type NewBike = Schemas['NewBike'];
 /** Any of a bike's fields, for an update. */
 type BikePatch = Schemas['BikePatch'];

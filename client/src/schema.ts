@@ -317,7 +317,7 @@ export interface components {
             totalInventory: number;
             priceRange: components["schemas"]["PriceRange"];
         };
-        /** @description All eight fields, plus a non-empty id and handle. Strings may not contain U+0000 or a lone UTF-16 surrogate; numbers are any finite JSON number. Types are strict: "5" is not a number and "true" is not a boolean. Unknown fields are ignored. */
+        /** @description Every field of a bike: those a create takes, plus a non-empty id and handle. Strings may not contain U+0000 or a lone UTF-16 surrogate; numbers are any finite JSON number. Types are strict: "5" is not a number and "true" is not a boolean. Unknown fields are ignored. */
         BikeReplacement: {
             id: string;
             handle: string;
@@ -342,7 +342,7 @@ export interface components {
             totalInventory?: number;
             priceRange?: components["schemas"]["PriceRange"];
         };
-        /** @description The eight client fields. Strings may not contain U+0000 or a lone UTF-16 surrogate; numbers are any finite JSON number. Types are strict: "5" is not a number and "true" is not a boolean. Unknown fields are ignored. */
+        /** @description Every field of a bike but id and handle, which the server makes. Strings may not contain U+0000 or a lone UTF-16 surrogate; numbers are any finite JSON number. Types are strict: "5" is not a number and "true" is not a boolean. Unknown fields are ignored. */
         NewBike: {
             title: string;
             productType: string;
@@ -1125,7 +1125,7 @@ export interface operations {
             };
             cookie?: never;
         };
-        /** @description All eight fields, plus a non-empty id and handle. */
+        /** @description Every field of a bike: those a create takes, plus a non-empty id and handle. */
         requestBody: {
             content: {
                 /**
@@ -2206,7 +2206,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        /** @description The eight client fields. */
+        /** @description Every field of a bike but id and handle, which the server makes. */
         requestBody: {
             content: {
                 /**

@@ -4,7 +4,7 @@ import type { components, operations } from './schema.ts';
 type Schemas = components['schemas'];
 
 export type Bike = Schemas['Bike'];
-/** The eight fields a create sends (the service makes `id` and `handle`). */
+/** The fields a create sends: all of a bike's but `id` and `handle`, which the service makes. */
 export type NewBike = Schemas['NewBike'];
 /** Any of a bike's fields, for an update. */
 export type BikePatch = Schemas['BikePatch'];

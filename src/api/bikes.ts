@@ -99,7 +99,11 @@ export const createBike = operation({
   requestHeaders: ['Idempotency-Key'],
   responseHeaders: ['Idempotent-Replayed'],
   alsoAnswers: [409, 422],
-  requestBody: { name: 'NewBike', description: 'The eight client fields.', example: EXAMPLE_FIELDS },
+  requestBody: {
+    name: 'NewBike',
+    description: 'Every field of a bike but id and handle, which the server makes.',
+    example: EXAMPLE_FIELDS,
+  },
   ok: { description: 'The created bike', schema: BIKE, example: EXAMPLE_BIKE },
   meanings: {
     400: 'No body, malformed JSON, a body that fails validation, or an Idempotency-Key that is not one.',
@@ -156,7 +160,7 @@ export const replaceBike = operation({
   writesResource: true,
   requestBody: {
     name: 'BikeReplacement',
-    description: 'All eight fields, plus a non-empty id and handle.',
+    description: 'Every field of a bike: those a create takes, plus a non-empty id and handle.',
     example: EXAMPLE_BIKE,
   },
   ok: { description: 'The stored bike', schema: BIKE, example: EXAMPLE_BIKE },

@@ -4,7 +4,7 @@ import { WRONG_TYPE } from '../http/schema';
 /**
  * The bike, defined once: its fields, their types and their order in responses. The TypeScript
  * types, the request-body checks and the OpenAPI schemas (src/http/json-schema.ts) come from
- * these schemas; the table's columns are mapped to them in src/bikes/model.ts, which the
+ * these schemas; the table's columns are mapped to them once, in src/bikes/fields.ts, which the
  * compiler checks against both.
  *
  * Types are strict: "5" is not a number and "true" is not a boolean. Every string must be one
@@ -48,7 +48,7 @@ const object = <Shape extends yup.ObjectShape>(shape: Shape, name?: string) =>
 
 const money = object({ amount: finiteNumber(499.99), currencyCode: text('USD') }, 'Money');
 
-/** The eight fields a client sets, in the order responses list them. */
+/** The fields a client sets, in the order responses list them. */
 const clientFields = {
   title: text('Hybrid Bicycle Sentra'),
   productType: text('Hybrid'),
@@ -60,7 +60,7 @@ const clientFields = {
   priceRange: object({ minPrice: money, maxPrice: money }, 'PriceRange'),
 };
 
-/** POST /bikes/: the eight fields. */
+/** POST /bikes/: the client's fields. */
 export const bikeFields = object(clientFields);
 
 /** The server's part of a bike. */
@@ -70,7 +70,7 @@ const handle = text('hybrid-bicycle-sentra');
 /** A bike as stored and returned: the server's id and handle, then the client's fields. */
 export const bike = object({ id: id.uuid(), handle, ...clientFields });
 
-/** PUT /bikes/<id>: the eight fields, plus a truthy id and handle (the specification's words). */
+/** PUT /bikes/<id>: the client's fields, plus a truthy id and handle (the specification's words). */
 export const replacement = object({ id: id.min(1), handle: handle.min(1), ...clientFields });
 
 /** PATCH /bikes/<id>: any subset of the fields, and the handle; each present one valid as on create. */

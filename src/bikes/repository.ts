@@ -13,7 +13,18 @@ import {
   versionOf,
   withListVersion,
 } from './catalog-version';
-import { BIKE_COLUMNS, fromModelFields } from './model';
+import {
+  BIKE_COLUMNS,
+  bikeParams,
+  fromModelFields,
+  paramsAsColumns,
+  patchColumns,
+  patchParams,
+  patchValues,
+  setColumns,
+  toModelFields,
+  WRITTEN_COLUMNS,
+} from './fields';
 
 /**
  * The catalog's storage, in Bike objects. Every read and every write is one SQL statement,
@@ -38,94 +49,6 @@ const STATE = sql<string>`(bikes.version::text || '.' || bikes.xmin::text)`;
 
 /** A bike's columns and its state: what every single-bike read and every write returns. */
 const STORED_COLUMNS = [...BIKE_COLUMNS, STATE.as('state')] as const;
-
-/** The parameters of a bike's columns but its id. */
-const bikeParams = () => ({
-  handle: param<string>(),
-  title: param<string>(),
-  productType: param<string>(),
-  createdAt: param<string>(),
-  description: param<string>(),
-  vendor: param<string>(),
-  availableForSale: param<boolean>(),
-  totalInventory: param<number>(),
-  minPriceAmount: param<number>(),
-  minPriceCurrencyCode: param<string>(),
-  maxPriceAmount: param<number>(),
-  maxPriceCurrencyCode: param<string>(),
-});
-
-type BikeParams = ReturnType<typeof bikeParams>;
-
-/** The columns of a bike but its id, from its parameters. */
-const bikeColumns = (p: BikeParams) => ({
-  handle: p.handle,
-  title: p.title,
-  product_type: p.productType,
-  created_at: p.createdAt,
-  description: p.description,
-  vendor: p.vendor,
-  available_for_sale: p.availableForSale,
-  total_inventory: p.totalInventory,
-  min_price_amount: p.minPriceAmount,
-  min_price_currency_code: p.minPriceCurrencyCode,
-  max_price_amount: p.maxPriceAmount,
-  max_price_currency_code: p.maxPriceCurrencyCode,
-});
-
-/** A whole bike's values for `bikeParams`. */
-function bikeValues(handle: string, fields: BikeFields) {
-  const { minPrice, maxPrice } = fields.priceRange;
-  return {
-    handle,
-    title: fields.title,
-    productType: fields.productType,
-    createdAt: fields.createdAt,
-    description: fields.description,
-    vendor: fields.vendor,
-    availableForSale: fields.availableForSale,
-    totalInventory: fields.totalInventory,
-    minPriceAmount: minPrice.amount,
-    minPriceCurrencyCode: minPrice.currencyCode,
-    maxPriceAmount: maxPrice.amount,
-    maxPriceCurrencyCode: maxPrice.currencyCode,
-  };
-}
-
-/** The values of the fields a patch carries; null for each it leaves as it is. */
-function patchValues(patch: BikePatch) {
-  const { minPrice, maxPrice } = patch.priceRange ?? {};
-  return {
-    handle: patch.handle ?? null,
-    title: patch.title ?? null,
-    productType: patch.productType ?? null,
-    createdAt: patch.createdAt ?? null,
-    description: patch.description ?? null,
-    vendor: patch.vendor ?? null,
-    availableForSale: patch.availableForSale ?? null,
-    totalInventory: patch.totalInventory ?? null,
-    minPriceAmount: minPrice?.amount ?? null,
-    minPriceCurrencyCode: minPrice?.currencyCode ?? null,
-    maxPriceAmount: maxPrice?.amount ?? null,
-    maxPriceCurrencyCode: maxPrice?.currencyCode ?? null,
-  };
-}
-
-/** The parameters of a patch: each field's value, or null to leave it as it is. */
-const patchParams = () => ({
-  handle: param<string | null>(),
-  title: param<string | null>(),
-  productType: param<string | null>(),
-  createdAt: param<string | null>(),
-  description: param<string | null>(),
-  vendor: param<string | null>(),
-  availableForSale: param<boolean | null>(),
-  totalInventory: param<number | null>(),
-  minPriceAmount: param<number | null>(),
-  minPriceCurrencyCode: param<string | null>(),
-  maxPriceAmount: param<number | null>(),
-  maxPriceCurrencyCode: param<string | null>(),
-});
 
 /** The parameters of a write's preconditions: the states it may find the bike in, and may not (null: any). */
 const conditionParams = () => ({ ifMatch: param<string[] | null>(), ifNoneMatch: param<string[] | null>() });
@@ -200,37 +123,37 @@ export const statements = {
       )
       .selectAll(),
   ),
-  insert: prepare({ id: param<string>(), ...bikeParams() }, (p) =>
+  insert: prepare(bikeParams(), (p) =>
     kysely
       .insertInto('bikes')
-      .values({ id: p.id, ...bikeColumns(p) })
+      .values({ id: p.id, ...setColumns(p) })
       .returning(STORED_COLUMNS),
   ),
   /**
    * PUT without If-Match: one INSERT ... ON CONFLICT (id) DO UPDATE, so a replaced bike keeps its
    * place (seq); under If-None-Match tags, the update only from another state.
    */
-  upsert: prepare({ id: param<string>(), ...bikeParams(), ifNoneMatch: param<string[] | null>() }, (p) =>
+  upsert: prepare({ ...bikeParams(), ifNoneMatch: param<string[] | null>() }, (p) =>
     kysely
       .insertInto('bikes')
-      .values({ id: p.id, ...bikeColumns(p) })
+      .values({ id: p.id, ...setColumns(p) })
       .onConflict((conflict) =>
         conflict
           .column('id')
-          .doUpdateSet(bikeColumns(p))
+          .doUpdateSet(setColumns(p))
           .where(sql<boolean>`(${p.ifNoneMatch}::text[] IS NULL OR ${STATE} <> ALL(${p.ifNoneMatch}::text[]))`),
       )
       .returning(STORED_COLUMNS),
   ),
   /** PUT with If-Match: only over a bike that is there, in a state the conditions allow. */
-  replace: prepare({ id: param<string>(), ...bikeParams(), ...conditionParams() }, (p) =>
-    kysely.updateTable('bikes').set(bikeColumns(p)).where('id', '=', p.id).where(meets(p)).returning(STORED_COLUMNS),
+  replace: prepare({ ...bikeParams(), ...conditionParams() }, (p) =>
+    kysely.updateTable('bikes').set(setColumns(p)).where('id', '=', p.id).where(meets(p)).returning(STORED_COLUMNS),
   ),
   /** PUT with If-None-Match: *: only where there is no bike (the primary key refuses the rest). */
-  insertOnly: prepare({ id: param<string>(), ...bikeParams() }, (p) =>
+  insertOnly: prepare(bikeParams(), (p) =>
     kysely
       .insertInto('bikes')
-      .values({ id: p.id, ...bikeColumns(p) })
+      .values({ id: p.id, ...setColumns(p) })
       .onConflict((conflict) => conflict.column('id').doNothing())
       .returning(STORED_COLUMNS),
   ),
@@ -239,25 +162,7 @@ export const statements = {
    * concurrent patches of other fields are kept: each SET reads the row as the update finds it.
    */
   patch: prepare({ id: param<string>(), ...patchParams(), ...conditionParams() }, (p) =>
-    kysely
-      .updateTable('bikes')
-      .set((eb) => ({
-        handle: eb.fn.coalesce(p.handle, 'bikes.handle'),
-        title: eb.fn.coalesce(p.title, 'bikes.title'),
-        product_type: eb.fn.coalesce(p.productType, 'bikes.product_type'),
-        created_at: eb.fn.coalesce(p.createdAt, 'bikes.created_at'),
-        description: eb.fn.coalesce(p.description, 'bikes.description'),
-        vendor: eb.fn.coalesce(p.vendor, 'bikes.vendor'),
-        available_for_sale: eb.fn.coalesce(p.availableForSale, 'bikes.available_for_sale'),
-        total_inventory: eb.fn.coalesce(p.totalInventory, 'bikes.total_inventory'),
-        min_price_amount: eb.fn.coalesce(p.minPriceAmount, 'bikes.min_price_amount'),
-        min_price_currency_code: eb.fn.coalesce(p.minPriceCurrencyCode, 'bikes.min_price_currency_code'),
-        max_price_amount: eb.fn.coalesce(p.maxPriceAmount, 'bikes.max_price_amount'),
-        max_price_currency_code: eb.fn.coalesce(p.maxPriceCurrencyCode, 'bikes.max_price_currency_code'),
-      }))
-      .where('id', '=', p.id)
-      .where(meets(p))
-      .returning(STORED_COLUMNS),
+    kysely.updateTable('bikes').set(patchColumns(p)).where('id', '=', p.id).where(meets(p)).returning(STORED_COLUMNS),
   ),
   delete: prepare({ id: param<string>(), ...conditionParams() }, (p) =>
     kysely.deleteFrom('bikes').where('id', '=', p.id).where(meets(p)).returning('bikes.id'),
@@ -276,7 +181,6 @@ export const statements = {
       key: param<string>(),
       fingerprint: param<string>(),
       response: param<string>(),
-      id: param<string>(),
       ...bikeParams(),
     },
     (p) =>
@@ -304,42 +208,8 @@ export const statements = {
         .with('created', (db) =>
           db
             .insertInto('bikes')
-            .columns([
-              'id',
-              'handle',
-              'title',
-              'product_type',
-              'created_at',
-              'description',
-              'vendor',
-              'available_for_sale',
-              'total_inventory',
-              'min_price_amount',
-              'min_price_currency_code',
-              'max_price_amount',
-              'max_price_currency_code',
-              'version',
-            ])
-            .expression(
-              db
-                .selectFrom('claimed')
-                .select([
-                  p.id.as('id'),
-                  p.handle.as('handle'),
-                  p.title.as('title'),
-                  p.productType.as('product_type'),
-                  p.createdAt.as('created_at'),
-                  p.description.as('description'),
-                  p.vendor.as('vendor'),
-                  p.availableForSale.as('available_for_sale'),
-                  p.totalInventory.as('total_inventory'),
-                  p.minPriceAmount.as('min_price_amount'),
-                  p.minPriceCurrencyCode.as('min_price_currency_code'),
-                  p.maxPriceAmount.as('max_price_amount'),
-                  p.maxPriceCurrencyCode.as('max_price_currency_code'),
-                  'claimed.bike_version',
-                ]),
-            )
+            .columns(['id', ...WRITTEN_COLUMNS, 'version'])
+            .expression(db.selectFrom('claimed').select([p.id.as('id'), ...paramsAsColumns(p), 'claimed.bike_version']))
             .returning(STORED_COLUMNS),
         )
         .selectFrom('created')
@@ -422,7 +292,7 @@ export function createBikeRepository({ writes, reads = poolReads(writes) }: { wr
 
     /** One INSERT ... RETURNING. */
     create: async (id: string, handle: string, fields: BikeFields): Promise<StoredBike> =>
-      stored((await statements.insert.run(write, { id, ...bikeValues(handle, fields) }))[0]),
+      stored((await statements.insert.run(write, toModelFields({ id, handle, ...fields })))[0]),
 
     /**
      * Creates the bike once for a client's Idempotency-Key (docs/decisions.md#idempotency-keys),
@@ -436,8 +306,7 @@ export function createBikeRepository({ writes, reads = poolReads(writes) }: { wr
     ): Promise<CreateOnceOutcome> {
       const [created] = await statements.createOnce.run(write, {
         ...request,
-        id: create.id,
-        ...bikeValues(create.handle, create.fields),
+        ...toModelFields({ id: create.id, handle: create.handle, ...create.fields }),
       });
       if (created) return { kind: 'created', stored: stored(created) };
       // Not claimed: a key seen before, or one whose first request has not committed yet.
@@ -536,7 +405,7 @@ export function createBikeRepository({ writes, reads = poolReads(writes) }: { wr
       fields: BikeFields,
       when: WriteConditions = {},
     ): Promise<StoredBike | typeof PRECONDITION_FAILED> {
-      const bike = { id, ...bikeValues(handle, fields) };
+      const bike = toModelFields({ id, handle, ...fields });
       const { ifMatch, ifNoneMatch } = when;
       let rows: StoredRow[];
       if (ifMatch && ifNoneMatch?.any) return PRECONDITION_FAILED; // a bike that both exists and does not

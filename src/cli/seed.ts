@@ -1,11 +1,12 @@
 import { createHash, randomInt, randomUUID } from 'node:crypto';
 import { parseArgs } from 'node:util';
-import { type BikeFields, deriveHandle } from '../bikes/bike';
-import { toModelFields } from '../bikes/model';
+import { type BikeFields, bikeFields, deriveHandle } from '../bikes/bike';
+import { toModelFields } from '../bikes/fields';
 import { readConfig } from '../config';
 import { prepareToServe } from '../db/migrate';
 import { connectPool } from '../db/pool';
 import { createPrismaClient } from '../db/prisma';
+import { exampleOf } from '../http/schema';
 import { createLogger } from '../logger';
 import { openDatabaseServer } from '../postgres/database-server';
 import { BIKE_TYPES, BRANDS, COLOURS, CURRENCIES } from './bike-shop';
@@ -45,7 +46,10 @@ function weighted<T>(random: () => number, items: readonly { weight: number; val
   return (items.find(({ weight }) => (draw -= weight) < 0) ?? items[items.length - 1]).value;
 }
 
-/** One bike: a brand's model of its type, priced within the type's range, min price <= max price. */
+/**
+ * One bike: a brand's model of its type, priced within the type's range, min price <= max price.
+ * A field the shop knows nothing of has its definition's example.
+ */
 function shopBike(random: () => number, referenceDate: number): BikeFields {
   const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)];
   const vendor = pick(Object.keys(BRANDS));
@@ -58,6 +62,7 @@ function shopBike(random: () => number, referenceDate: number): BikeFields {
   const currencyCode = weighted(random, CURRENCIES);
   const description = `${withArticle(type.noun)} with ${withArticle(pick(type.frames))} frame in ${pick(COLOURS)}, and ${pick(type.features)}.`;
   return {
+    ...exampleOf(bikeFields),
     title: `${vendor} ${model}`,
     productType: type.productType,
     createdAt: new Date(referenceDate - Math.floor(random() * THREE_YEARS_MS)).toISOString(),
@@ -101,7 +106,7 @@ async function main(): Promise<void> {
   const server = await openDatabaseServer(config, logger);
   try {
     // As the service starts: in the compose stacks' api container, as a role that may not migrate.
-    await prepareToServe(server, (message) => logger.info(message));
+    await prepareToServe(server, config.changesRetentionDays, (message) => logger.info(message));
     const pool = connectPool(server.url, (err) => logger.warn({ err: err.message }, 'database connection lost'), {
       ServerClient: server.ServerClient,
     });

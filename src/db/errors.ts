@@ -1,3 +1,4 @@
+import { UnusableServerError } from '../pg-client';
 import { ServerDownError } from './pool';
 
 /**
@@ -17,6 +18,15 @@ const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'E
  */
 const UNAVAILABLE_SQLSTATE = /^(08|57|53)...$|^40001$|^40P01$|^55P03$/;
 
+/**
+ * SQLSTATEs of a database that does not hold the catalog this build reads: no such database
+ * (3D000: dropped), schema, table, column or function (3F000, 42P01, 42703, 42883: a database
+ * made anew and not yet restored or migrated). The test suite runs every statement of the service
+ * against the migrated schema, so these come of the database, not of a statement: the request may
+ * succeed once the catalog is back, and /readyz says "migrations not applied" until then.
+ */
+const MISSING_CATALOG_SQLSTATE = /^(3D000|3F000|42P01|42703|42883)$/;
+
 /** SQLSTATEs of a value PostgreSQL refuses: a data exception (22), or one too large to index (54000). */
 const REJECTED_VALUE_SQLSTATE = /^22...$|^54000$/;
 
@@ -24,28 +34,32 @@ const REJECTED_VALUE_SQLSTATE = /^22...$|^54000$/;
 const UNAVAILABLE_MESSAGE =
   /Connection terminated|timeout exceeded when trying to connect|Query read timeout|Client has encountered a connection error|Connection closed|the database system is (shutting down|starting up|in recovery mode)/i;
 
-/** The codes (a SQLSTATE, a socket's) and messages of an error and of the errors it wraps (`cause`). */
-function factsOf(err: unknown): { codes: string[]; messages: string[] } {
+/** An error and the errors it wraps (`cause`), with their codes (a SQLSTATE, a socket's) and messages. */
+function factsOf(err: unknown): { errors: object[]; codes: string[]; messages: string[] } {
+  const errors: object[] = [];
   const codes: string[] = [];
   const messages: string[] = [];
   const pending: unknown[] = [err];
   for (let seen = 0; pending.length > 0 && seen < 16; seen++) {
     const e = pending.shift();
     if (!e || typeof e !== 'object') continue;
+    errors.push(e);
     const { code, message, cause } = e as Record<string, unknown>;
     if (typeof code === 'string') codes.push(code);
     if (typeof message === 'string') messages.push(message);
     pending.push(cause);
   }
-  return { codes, messages };
+  return { errors, codes, messages };
 }
 
 /** True when the error means "the database is not answering", as opposed to a bug. */
 export function isDatabaseUnavailable(err: unknown): boolean {
-  if (err instanceof ServerDownError) return true;
-  const { codes, messages } = factsOf(err);
+  const { errors, codes, messages } = factsOf(err);
   return (
-    codes.some((code) => UNREACHABLE_CODES.has(code) || UNAVAILABLE_SQLSTATE.test(code)) ||
+    errors.some((e) => e instanceof ServerDownError || e instanceof UnusableServerError) ||
+    codes.some(
+      (code) => UNREACHABLE_CODES.has(code) || UNAVAILABLE_SQLSTATE.test(code) || MISSING_CATALOG_SQLSTATE.test(code),
+    ) ||
     messages.some((message) => UNAVAILABLE_MESSAGE.test(message))
   );
 }

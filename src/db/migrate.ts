@@ -1,7 +1,8 @@
 import { createHash, randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
-import { Client } from 'pg';
+import type { Client } from 'pg';
+import { GuardedClient } from '../pg-client';
 import { ROLE_SETTINGS } from './pool';
 
 /**
@@ -109,7 +110,7 @@ export async function migrate(
   databaseUrl: string,
   log: (message: string) => void = () => undefined,
   migrations: Migration[] = readMigrations(),
-  ServerClient: typeof Client = Client,
+  ServerClient: typeof Client = GuardedClient,
 ): Promise<string[]> {
   const client = new ServerClient({ connectionString: databaseUrl });
   await client.connect();
@@ -259,6 +260,31 @@ async function triggersAlwaysOn(client: Client, log: (message: string) => void):
 }
 
 /**
+ * The change log's retention, CHANGES_RETENTION_DAYS (docs/decisions.md#the-change-feed), kept
+ * where prune_bike_changes reads it, so that no cut-off its caller gives prunes within it. Only a
+ * role that may write it sets it: the one that migrates. A service role that may only read it
+ * keeps it as it is, and says so when it asks for less.
+ */
+async function keepRetention(client: Client, days: number, log: (message: string) => void): Promise<void> {
+  try {
+    await client.query('SAVEPOINT retention');
+    await client.query('UPDATE bike_changes_pruning SET retention_days = $1 WHERE retention_days IS DISTINCT FROM $1', [
+      days,
+    ]);
+  } catch (err) {
+    if (!insufficientPrivilege(err)) throw err;
+    await client.query('ROLLBACK TO SAVEPOINT retention');
+    const { rows } = await client.query<{ kept: number }>('SELECT retention_days AS kept FROM bike_changes_pruning');
+    if (rows[0].kept > days) {
+      log(
+        `warning: CHANGES_RETENTION_DAYS is ${days}, but the change log keeps ${rows[0].kept} days, as the role ` +
+          `that migrates set it; run npm run db:migrate with CHANGES_RETENTION_DAYS=${days} to keep less`,
+      );
+    }
+  }
+}
+
+/**
  * The role a query runs as owns the catalog's tables, or is a superuser, and so could change or
  * drop them (docs/decisions.md#when-the-service-role-owns-the-catalog); its name either way.
  */
@@ -287,26 +313,33 @@ interface Server {
 
 /**
  * What every start and every tool does first: the pending migrations, then the service role's
- * rights and settings and the triggers on (serviceRoleAndTriggers). Returns what was applied.
+ * rights and settings, the triggers on and the change log's retention, CHANGES_RETENTION_DAYS
+ * (serviceRoleAndTriggers). Returns what was applied.
  */
-export async function prepareDatabase(server: Server, log: (message: string) => void): Promise<{ applied: string[] }> {
+export async function prepareDatabase(
+  server: Server,
+  retentionDays: number,
+  log: (message: string) => void,
+): Promise<{ applied: string[] }> {
   const applied = await migrate(server.directUrl, log, readMigrations(), server.ServerClient);
-  await serviceRoleAndTriggers(server, log);
+  await serviceRoleAndTriggers(server, retentionDays, log);
   return { applied };
 }
 
 /**
  * In one transaction under the migrations' lock (instances starting at once would collide on the
  * same grants), as the role that migrates: the service role's rights and settings
- * (configureServiceRole; as the service role itself, its settings only), and the triggers on.
+ * (configureServiceRole; as the service role itself, its settings only), the triggers on, and the
+ * retention (keepRetention).
  */
-async function serviceRoleAndTriggers(server: Server, log: (message: string) => void) {
+async function serviceRoleAndTriggers(server: Server, retentionDays: number, log: (message: string) => void) {
   const client = new server.ServerClient({ connectionString: server.directUrl });
   await client.connect();
   try {
     await underMigrationLock(client, async () => {
       await configureServiceRole(client, roleOf(server.url), log);
       await triggersAlwaysOn(client, log);
+      await keepRetention(client, retentionDays, log);
     });
   } finally {
     await client.end();
@@ -338,9 +371,13 @@ async function pendingAt(server: Server): Promise<string[]> {
  * says what to run (docs/decisions.md#starting-without-a-migrating-role). Either way the role
  * then sets its own settings (ROLE_SETTINGS, which a 5xx's meaning rests on).
  */
-export async function prepareToServe(server: Server, log: (message: string) => void): Promise<void> {
+export async function prepareToServe(
+  server: Server,
+  retentionDays: number,
+  log: (message: string) => void,
+): Promise<void> {
   if (server.directUrl !== server.url) {
-    await prepareDatabase(server, log);
+    await prepareDatabase(server, retentionDays, log);
     return;
   }
   const pending = await pendingAt(server);
@@ -358,5 +395,5 @@ export async function prepareToServe(server: Server, log: (message: string) => v
       );
     }
   }
-  await serviceRoleAndTriggers(server, log);
+  await serviceRoleAndTriggers(server, retentionDays, log);
 }

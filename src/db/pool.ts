@@ -1,6 +1,15 @@
 import net from 'node:net';
 import { setImmediate as afterPendingIo } from 'node:timers/promises';
-import { Client, DatabaseError, Pool, type PoolClient, type QueryResult, type QueryResultRow } from 'pg';
+import {
+  type Client,
+  type ClientBase,
+  DatabaseError,
+  Pool,
+  type PoolClient,
+  type QueryResult,
+  type QueryResultRow,
+} from 'pg';
+import { GuardedClient } from '../pg-client';
 import { withinTime } from '../timeout';
 
 /** A query stuck on a half-dead connection must not hold a request forever. */
@@ -20,10 +29,19 @@ export const ROLE_SETTINGS = {
   client_connection_check_interval: { value: '1s', since: 140000 },
 };
 
+/**
+ * DATABASE_PREPARED_STATEMENTS: whether a connection prepares the statements compiled once
+ * (src/db/sql.ts) under their names, so that PostgreSQL parses each once per connection, and
+ * plans it once where one plan serves every value (docs/decisions.md#prepared-statements). `auto`:
+ * on each connection that is a session of the server's own, off through a transaction pooler.
+ */
+export type PreparedStatements = 'auto' | 'on' | 'off';
+
 export interface PoolOptions {
   /** How long a query may run before its connection is closed; 30 s unless a test shortens it. */
   queryTimeoutMs?: number;
-  /** pg's Client, or one that connects only to a server it can prove is the one meant (the embedded server's). */
+  preparedStatements?: PreparedStatements;
+  /** GuardedClient, or one that connects only to a server it can prove is the one meant (the embedded server's). */
   ServerClient?: typeof Client;
 }
 
@@ -123,7 +141,11 @@ function watchServer(
   onHang: (err: Error) => void,
 ): ServerWatch {
   const connections = new Set<PoolClient>();
-  pool.on('connect', (client) => connections.add(client));
+  let lastConnected = 0;
+  pool.on('connect', (client) => {
+    connections.add(client);
+    lastConnected = Date.now();
+  });
   pool.on('remove', (client) => connections.delete(client as PoolClient));
   let lastProgress = Date.now();
   /** When each connection checked out of the pool was, while it is. */
@@ -192,6 +214,13 @@ function watchServer(
     // A timer that fired late, after the event loop was held up, runs before the I/O that came
     // meanwhile: let that I/O run, then judge.
     await afterPendingIo();
+    if (!answered && !current.made && lastConnected > current.since) {
+      // The pool made a connection while this one was still being made: it was begun where the
+      // server no longer is (a port the embedded server left, now another's, who may never
+      // answer), or stalled; it says nothing of the server now: ask on a new one.
+      dropProbe();
+      return ask();
+    }
     if (answered) {
       try {
         await answer;
@@ -274,6 +303,32 @@ export interface ServicePool extends Pool {
   readonly server: ServerWatch;
 }
 
+/** The connections that prepare statements by name (decidePreparing). */
+const preparing = new WeakSet<ClientBase>();
+
+/**
+ * Whether `client`'s connection is a session of the server's own, in which a statement prepared
+ * once stays: the process it talks to is the one whose key the server gave when it connected.
+ * A pooler gives a key of its own (PgBouncer a random one) and hands the connection's statements
+ * to whichever server connection is free, where a name prepared elsewhere is unknown, or names
+ * another client's statement.
+ */
+async function isOwnSession(client: ClientBase): Promise<boolean> {
+  const { rows } = await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+  return client.processID !== null && rows[0]?.pid === client.processID;
+}
+
+/**
+ * Decides, for each new connection before its first query, whether it prepares statements, as
+ * `mode` says (pg-pool's onConnect). A connection whose question fails prepares none; its query
+ * then fails as it would have.
+ */
+function decidePreparing(mode: PreparedStatements) {
+  return async (client: ClientBase): Promise<void> => {
+    if (mode === 'on' || (mode === 'auto' && (await isOwnSession(client).catch(() => false)))) preparing.add(client);
+  };
+}
+
 /**
  * The pg pool every query runs on. A request waits for a connection while the server answers
  * (busy), and fails at once while it is down or hangs (ServerWatch); the pool reconnects by
@@ -282,7 +337,7 @@ export interface ServicePool extends Pool {
 export function connectPool(
   databaseUrl: string,
   onError: (err: Error) => void,
-  { queryTimeoutMs = QUERY_TIMEOUT_MS, ServerClient = Client }: PoolOptions = {},
+  { queryTimeoutMs = QUERY_TIMEOUT_MS, ServerClient = GuardedClient, preparedStatements = 'auto' }: PoolOptions = {},
 ): ServicePool {
   const pool = new Pool({
     Client: ServerClient,
@@ -290,6 +345,7 @@ export function connectPool(
     max: 10,
     connectionTimeoutMillis: CONNECTION_WAIT_MS,
     idleTimeoutMillis: 30_000,
+    ...(preparedStatements !== 'off' && { onConnect: decidePreparing(preparedStatements) }),
   });
   // An idle connection that PostgreSQL drops (restart, outage) must not crash the process.
   pool.on('error', onError);
@@ -297,24 +353,81 @@ export function connectPool(
   return Object.assign(pool, { server: watchServer(pool, databaseUrl, ServerClient, onError) });
 }
 
-export type Query = <Row extends QueryResultRow>(text: string, values: unknown[]) => Promise<QueryResult<Row>>;
+/**
+ * Runs a statement. `name`: the name a statement compiled once may be prepared under
+ * (src/db/sql.ts), on a connection that prepares statements (PreparedStatements).
+ */
+export type Query = <Row extends QueryResultRow>(
+  text: string,
+  values: unknown[],
+  name?: string,
+) => Promise<QueryResult<Row>>;
+
+/**
+ * What PostgreSQL answers a statement prepared before that no longer stands, before running it:
+ * what it returns has changed (a migration: "cached plan must not change result type", 0A000),
+ * or the server does not know it (26000).
+ */
+const STALE_STATEMENT = new Set(['0A000', '26000']);
 
 /**
  * Queries on one connection of the pool, checked out. Through pg's callback form, as pg-pool's
  * own `query` does: its promise form kept each result reachable for longer, and a list of
  * 100,000 bikes read in 400 batches on one connection grew the heap by 35 MB more
- * (docs/decisions.md#compression).
+ * (docs/decisions.md#compression). A statement prepared before that no longer stands runs again
+ * unnamed, and the connection prepares nothing more.
  */
 export function queryOnClient(client: PoolClient): Query {
-  return <Row extends QueryResultRow>(text: string, values: unknown[]) =>
+  const run = <Row extends QueryResultRow>(text: string, values: unknown[], name: string | undefined) =>
     new Promise<QueryResult<Row>>((resolve, reject) =>
-      client.query<Row>(text, values, (err, result) => (err ? reject(err) : resolve(result))),
+      client.query<Row>({ text, values, name }, (err, result) => (err ? reject(err) : resolve(result))),
     );
+  return async <Row extends QueryResultRow>(text: string, values: unknown[], name?: string) => {
+    if (name === undefined || !preparing.has(client)) return run<Row>(text, values, undefined);
+    try {
+      return await run<Row>(text, values, name);
+    } catch (err) {
+      if (!(err instanceof DatabaseError && STALE_STATEMENT.has(err.code ?? ''))) throw err;
+      preparing.delete(client);
+      return run<Row>(text, values, undefined);
+    }
+  };
+}
+
+/**
+ * A query on a connection of the pool, given back once it is answered, as pg-pool's own `query`
+ * does it (after an error the connection is closed, not given back); on a connection of its
+ * choosing, so that it knows whether that one prepares statements.
+ */
+function queryOnPool<Row extends QueryResultRow>(
+  pool: Pool,
+  text: string,
+  values: unknown[],
+  name?: string,
+): Promise<QueryResult<Row>> {
+  return new Promise((resolve, reject) =>
+    pool.connect((connectError, client) => {
+      if (connectError || !client) return reject(connectError);
+      let released = false;
+      /** Gives the connection back (closed after an error), once: false when it was already. */
+      const release = (err?: Error) => {
+        if (released) return false;
+        released = true;
+        client.off('error', fail);
+        client.release(err);
+        return true;
+      };
+      const fail = (err: Error) => release(err) && reject(err);
+      // A connection that fails while its query runs fails the query with it.
+      client.once('error', fail);
+      queryOnClient(client)<Row>(text, values, name).then((result) => release() && resolve(result), fail);
+    }),
+  );
 }
 
 /** Queries on the pool that fail at once while its server is down or hangs. */
 export function queryOn(pool: ServicePool): Query {
-  return (text, values) => pool.server.unlessDown(() => pool.query(text, values));
+  return (text, values, name) => pool.server.unlessDown(() => queryOnPool(pool, text, values, name));
 }
 
 /** A connection of the pool, unless its server is found down first; one that arrives too late goes back. */
@@ -354,10 +467,10 @@ function reportedByServer(err: unknown): boolean {
  * statement ran is a WriteOutcomeUnknown.
  */
 export function writeOn(pool: ServicePool): Query {
-  return async <Row extends QueryResultRow>(text: string, values: unknown[]) => {
+  return async <Row extends QueryResultRow>(text: string, values: unknown[], name?: string) => {
     const client = await acquire(pool);
     try {
-      const result = await queryOnClient(client)<Row>(text, values);
+      const result = await queryOnClient(client)<Row>(text, values, name);
       client.release();
       return result;
     } catch (err) {

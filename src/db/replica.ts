@@ -94,8 +94,8 @@ export function poolReads(pool: ServicePool, counted = 'primary'): Reads {
   const query = queryOn(pool);
   const reads = databaseReads.labels(counted);
   return {
-    async query<Row extends QueryResultRow>(text: string, values: unknown[]) {
-      const result = await query<Row>(text, values);
+    async query<Row extends QueryResultRow>(text: string, values: unknown[], name?: string) {
+      const result = await query<Row>(text, values, name);
       reads.inc();
       return result;
     },
@@ -232,9 +232,9 @@ export function replicaReads(primaryPool: ServicePool, replicaPool: ServicePool)
   }
 
   return {
-    query: (text, values) =>
+    query: (text, values, name) =>
       preferReplica(
-        (reads) => reads.query(text, values),
+        (reads) => reads.query(text, values, name),
         () => undefined,
       ),
     snapshot: (begin) =>

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import {
   type Compilable,
   DummyDriver,
@@ -46,6 +47,35 @@ export interface Statement<Params, Row> {
 }
 
 /**
+ * How many statements the process prepares by name at most: each connection that prepares them
+ * (src/db/pool.ts) keeps every one it has run, parsed and often planned, a page's about 0.2 MB of
+ * the server's memory. The statements a module compiles when it loads come first; pages' shapes,
+ * compiled when first asked for, take what is left, and those past it run unnamed, as before
+ * (docs/decisions.md#prepared-statements).
+ */
+const MAX_NAMED_STATEMENTS = 48;
+const names = new Set<string>();
+
+/**
+ * A LIKE whose pattern is a parameter: its plan depends on the pattern (the trigram index serves
+ * a selective one), which a plan made once, for any pattern, cannot see.
+ */
+const PATTERN_PARAMETER = /\blike \$\d/i;
+
+/**
+ * The name a statement is prepared under, from its text (the same text, the same name, whoever
+ * compiles it); none for a statement whose plan must see its values, or past the budget.
+ */
+function nameOf(text: string): string | undefined {
+  if (PATTERN_PARAMETER.test(text)) return undefined;
+  const name = `bikes_${createHash('sha1').update(text).digest('base64url').slice(0, 22)}`;
+  if (names.has(name)) return name;
+  if (names.size >= MAX_NAMED_STATEMENTS) return undefined;
+  names.add(name);
+  return name;
+}
+
+/**
  * Compiles the query `build` makes of `params` once. Every value of the query must be one of
  * them, so each one's type, checked against its column by the builder, is the type `run` takes,
  * and no stand-in value can reach the database.
@@ -56,21 +86,23 @@ export function prepare<Params extends Record<string, RawBuilder<unknown>>, Row>
 ): Statement<Params, Row> {
   const { sql: compiled, parameters } = build(params).compile();
   if (parameters.length > 0) throw new Error(`a statement's values must be its parameters: ${compiled}`);
-  const names: Extract<keyof Params, string>[] = [];
+  const order: Extract<keyof Params, string>[] = [];
   let text = compiled;
-  for (const name in params) {
-    const marker = params[name].compile(kysely).sql;
-    if (!text.includes(marker)) throw new Error(`parameter ${name} is not used: ${compiled}`);
-    names.push(name);
-    text = text.replaceAll(marker, `$${names.length}`);
+  for (const param in params) {
+    const marker = params[param].compile(kysely).sql;
+    if (!text.includes(marker)) throw new Error(`parameter ${param} is not used: ${compiled}`);
+    order.push(param);
+    text = text.replaceAll(marker, `$${order.length}`);
   }
   if (/\$param\d+\$/.test(text)) throw new Error(`a statement uses a parameter it does not list: ${compiled}`);
+  const name = nameOf(text);
   return {
     run: async (query, values) =>
       (
         await query<Row & object>(
           text,
-          names.map((name) => values[name]),
+          order.map((param) => values[param]),
+          name,
         )
       ).rows,
   };

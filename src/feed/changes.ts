@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import type { Bike } from '../bikes/bike';
-import { fromModelFields } from '../bikes/model';
+import { fromModelFields, isWhole, writtenColumnsOf } from '../bikes/fields';
 import { catalogTriggers } from '../bikes/catalog-version';
 import type { Query } from '../db/pool';
 import { kysely, param, prepare } from '../db/sql';
@@ -123,18 +123,7 @@ const statements = {
                 sql<string>`c.change_id::text`.as('change_id'),
                 'c.kind',
                 'c.bike_id',
-                'c.handle',
-                'c.title',
-                'c.product_type',
-                'c.created_at',
-                'c.description',
-                'c.vendor',
-                'c.available_for_sale',
-                'c.total_inventory',
-                'c.min_price_amount',
-                'c.min_price_currency_code',
-                'c.max_price_amount',
-                'c.max_price_currency_code',
+                ...writtenColumnsOf('c'),
               ])
               .where(sql<boolean>`(c.txid, c.change_id) > (${p.txid}::bigint, ${p.changeId}::bigint)`)
               .where(sql<boolean>`c.txid < state.below::bigint`)
@@ -187,43 +176,9 @@ type Row = Awaited<ReturnType<typeof statements.after.run>>[number];
 
 /** The bike an upsert's row holds; none for a delete, whose row has only the bike's id. */
 function bikeOf(row: Row): Bike | undefined {
-  const { kind, bike_id: id, handle, title, product_type: productType, created_at: createdAt } = row;
-  const { description, vendor, available_for_sale: availableForSale, total_inventory: totalInventory } = row;
-  const { min_price_amount: minPriceAmount, min_price_currency_code: minPriceCurrencyCode } = row;
-  const { max_price_amount: maxPriceAmount, max_price_currency_code: maxPriceCurrencyCode } = row;
-  if (
-    kind === 'delete' ||
-    id === null ||
-    handle === null ||
-    title === null ||
-    productType === null ||
-    createdAt === null ||
-    description === null ||
-    vendor === null ||
-    availableForSale === null ||
-    totalInventory === null ||
-    minPriceAmount === null ||
-    minPriceCurrencyCode === null ||
-    maxPriceAmount === null ||
-    maxPriceCurrencyCode === null
-  ) {
-    return undefined;
-  }
-  return fromModelFields({
-    id,
-    handle,
-    title,
-    productType,
-    createdAt,
-    description,
-    vendor,
-    availableForSale,
-    totalInventory,
-    minPriceAmount,
-    minPriceCurrencyCode,
-    maxPriceAmount,
-    maxPriceCurrencyCode,
-  });
+  if (row.kind === 'delete' || row.bike_id === null) return undefined;
+  const fields = { ...row, id: row.bike_id };
+  return isWhole(fields) ? fromModelFields(fields) : undefined;
 }
 
 /**

@@ -34,10 +34,12 @@ export const UNMATCHED_ANSWERS: Record<
 export function methodNotAllowed(): Koa.Middleware {
   return async (ctx, next) => {
     await next();
+    // Every answered request passes here: the common case leaves before any work.
+    if (ctx.status !== 404 || ctx.body != null) return;
     const layers = ((ctx as unknown as RouterContext).matched ?? []).filter((layer) => layer.methods.length > 0);
     const literal = layers.filter((layer) => layer.paramNames.length === 0);
     const matched = literal.length > 0 ? literal : layers;
-    if (ctx.status !== 404 || ctx.body != null || matched.length === 0 || !isWellFormedPath(ctx.path)) return;
+    if (matched.length === 0 || !isWellFormedPath(ctx.path)) return;
     const allowed = [...new Set(matched.flatMap((layer) => layer.methods))];
     const allow = allowed.join(', ');
     if (ctx.method === 'OPTIONS') {

@@ -61,8 +61,8 @@ function codingOf(ctx: Koa.Context): Coding | undefined {
   const { body } = ctx;
   if (body == null || ctx.status === 204 || ctx.status === 304 || ctx.res.hasHeader('Content-Encoding'))
     return undefined;
-  if (!compressible(ctx.response.type)) return undefined;
   if (!(body instanceof Stream) && (ctx.response.length ?? 0) < THRESHOLD_BYTES) return undefined;
+  if (!compressible(ctx.response.type)) return undefined;
   return preferredCoding(ctx.req.headers['accept-encoding']);
 }
 

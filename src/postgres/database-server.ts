@@ -1,4 +1,5 @@
-import { Client } from 'pg';
+import type { Client } from 'pg';
+import { GuardedClient } from '../pg-client';
 import type { Logger } from '../logger';
 import { startEmbeddedPostgres } from './embedded-postgres';
 
@@ -13,8 +14,9 @@ export interface DatabaseServer {
   /** A streaming replica for reads (DATABASE_REPLICA_URL), if any. */
   replicaUrl?: string;
   /**
-   * pg's Client for connections to these URLs: for the embedded server, one that authenticates
-   * only to that server (docs/running-as-root.md#proving-a-server-is-ours).
+   * The pg Client for connections to these URLs, which no server can crash (GuardedClient): for
+   * the embedded server, one that authenticates only to that server, wherever it runs now
+   * (docs/running-as-root.md#proving-a-server-is-ours).
    */
   ServerClient: typeof Client;
   /** Stops the embedded PostgreSQL unless another process still uses it; nothing for an external database. */
@@ -31,7 +33,7 @@ export async function openDatabaseServer(
       url: options.databaseUrl,
       directUrl: options.directUrl ?? options.databaseUrl,
       replicaUrl: options.replicaUrl,
-      ServerClient: Client,
+      ServerClient: GuardedClient,
       stop: async () => undefined,
     };
   }
@@ -39,6 +41,7 @@ export async function openDatabaseServer(
     dataDir: options.dataDir,
     notPort: options.port,
     log: (message) => logger.info(message),
+    warn: (message) => logger.warn(message),
   });
   return {
     url: embedded.url,

@@ -1,11 +1,12 @@
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
-import { randomBytes, randomUUID } from 'node:crypto';
+import { createHash, createHmac, pbkdf2Sync, randomBytes, randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
-import { Client } from 'pg';
+import type { Client, ClientConfig } from 'pg';
 import { loadOrCreateSecretFile } from '../secret-file';
 import { withinTime } from '../timeout';
+import { keepRunning } from './keep-running';
 import { clientOfServerRunBy } from './own-server';
 import { assertOnlyUsCanChange, openPrivateLog, readServerFile } from './safe-files';
 import { binDir, makeSharedCluster, removeServerDir, removeSharedCluster, renewLease } from './shared-dir';
@@ -26,10 +27,11 @@ export interface EmbeddedPostgres {
   url: string;
   /** The same database as the cluster's superuser: for migrations and tools. */
   adminUrl: string;
-  port: number;
+  /** Where the server listens now: one started again may listen on another port than the URLs name. */
+  readonly port: number;
   /**
-   * pg's Client for every connection to this server: it authenticates only to a server proved to
-   * be ours (docs/running-as-root.md#proving-a-server-is-ours).
+   * pg's Client for every connection to this server, wherever it runs now: it authenticates only
+   * to a server proved to be ours (docs/running-as-root.md#proving-a-server-is-ours).
    */
   ServerClient: typeof Client;
   /** Lets go of the server, and stops it (stopServer) when no other process uses it. */
@@ -47,6 +49,8 @@ export interface EmbeddedPostgresOptions {
   /** Trade durability for speed (fsync off): for throw-away test clusters only. */
   ephemeral?: boolean;
   log?: (message: string) => void;
+  /** What went wrong and is being dealt with (the server stopped, and is started again); `log` when unset. */
+  warn?: (message: string) => void;
 }
 
 /** Why the embedded PostgreSQL cannot start, in one line that says what to do. */
@@ -87,9 +91,19 @@ function previousPort(clusterDir: string): number {
   return Number(/^port = '(\d+)'$/m.exec(settings)?.[1] ?? 0);
 }
 
+/** The lines of postmaster.pid: [0] the postmaster's pid, [3] its port. Empty when there is none. */
+function postmasterPidLines(clusterDir: string): string[] {
+  return (readServerFile(path.join(clusterDir, 'postmaster.pid')) ?? '').split('\n');
+}
+
+/** The pid in postmaster.pid: the postmaster running on this cluster now, if any. */
+function postmasterPid(clusterDir: string): number {
+  return Number(postmasterPidLines(clusterDir)[0]);
+}
+
 /** The port in postmaster.pid: where a server on this cluster may be listening now. */
 function portOfRunningServer(clusterDir: string): number | undefined {
-  const port = Number((readServerFile(path.join(clusterDir, 'postmaster.pid')) ?? '').split('\n')[3]);
+  const port = Number(postmasterPidLines(clusterDir)[3]);
   return port > 0 && port < 65536 ? port : undefined;
 }
 
@@ -233,7 +247,6 @@ function createCluster(
  */
 async function connectAsSuperuser(ServerClient: typeof Client, url: string): Promise<Client | undefined> {
   const client = new ServerClient({ connectionString: url, connectionTimeoutMillis: 1000 });
-  client.on('error', () => undefined);
   try {
     await client.connect();
     return client;
@@ -257,7 +270,26 @@ async function isOurServer(ServerClient: typeof Client, url: string, clusterDir:
   }
 }
 
-/** The database, and the service's role with the password in its file (reset at every start, so the file decides). */
+/**
+ * PostgreSQL's SCRAM-SHA-256 verifier of `password`, made as it makes one (RFC 5802, 4096
+ * iterations), which it stores as given: a statement that sets a role's password with it carries
+ * no password, whatever the server logs (a failed statement's text, `log_statement`).
+ */
+function scramVerifier(password: string): string {
+  const salt = randomBytes(16);
+  const iterations = 4096;
+  const salted = pbkdf2Sync(password, salt, iterations, 32, 'sha256');
+  const hmac = (key: Buffer, text: string) => createHmac('sha256', key).update(text).digest();
+  const storedKey = createHash('sha256').update(hmac(salted, 'Client Key')).digest();
+  const serverKey = hmac(salted, 'Server Key');
+  const base64 = (bytes: Buffer) => bytes.toString('base64');
+  return `SCRAM-SHA-256$${iterations}:${base64(salt)}$${base64(storedKey)}:${base64(serverKey)}`;
+}
+
+/**
+ * The database, and the service's role with the password in its file (set at every start, so the
+ * file decides). Each is looked for first, so no statement fails into the server's log.
+ */
 async function ensureDatabaseAndRole(
   ServerClient: typeof Client,
   adminUrl: string,
@@ -269,15 +301,16 @@ async function ensureDatabaseAndRole(
   try {
     // Two processes starting at once would otherwise both create (one failing on a unique index).
     await client.query('SELECT pg_advisory_lock($1)', [SETUP_LOCK_KEY]);
-    await client.query(`CREATE DATABASE ${client.escapeIdentifier(database)}`).catch((err) => {
-      if ((err as { code?: string }).code !== '42P04') throw err; // it exists
-    });
-    const role = client.escapeIdentifier(APP_ROLE);
-    const attributes = `LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS PASSWORD ${client.escapeLiteral(appPassword)}`;
-    await client.query(`CREATE ROLE ${role} ${attributes}`).catch(async (err) => {
-      if ((err as { code?: string }).code !== '42710') throw err; // it exists
-      await client.query(`ALTER ROLE ${role} ${attributes}`);
-    });
+    const { rows } = await client.query<{ database: boolean; role: boolean }>(
+      `SELECT EXISTS (SELECT FROM pg_database WHERE datname = $1) AS database,
+              EXISTS (SELECT FROM pg_roles WHERE rolname = $2) AS role`,
+      [database, APP_ROLE],
+    );
+    if (!rows[0].database) await client.query(`CREATE DATABASE ${client.escapeIdentifier(database)}`);
+    const attributes =
+      'LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS ' +
+      `PASSWORD ${client.escapeLiteral(scramVerifier(appPassword))}`;
+    await client.query(`${rows[0].role ? 'ALTER' : 'CREATE'} ROLE ${client.escapeIdentifier(APP_ROLE)} ${attributes}`);
   } finally {
     await client.end();
   }
@@ -285,50 +318,29 @@ async function ensureDatabaseAndRole(
 
 /**
  * Every process using the server (a service, a tool) holds this advisory lock, shared, on a
- * connection of its own for as long as it runs (taken again if the server restarts). The last
- * one to leave, the one that can then take it exclusively, stops the server: whoever started it,
- * so a server adopted from a killed process is stopped too, and one still in use never is.
+ * connection of its own for as long as it runs (taken again wherever the server runs again). The
+ * last one to leave, the one that can then take it exclusively, stops the server: whoever started
+ * it, so a server adopted from a killed process is stopped too, and one still in use never is.
  */
 const IN_USE_LOCK_KEY = 2_024_112_301;
 
-interface ServerInUse {
-  /** Lets go of the server; true when no one else holds it (the lock is then held until the process ends). */
-  leaveLast(): Promise<boolean>;
+/** The connection that holds the server at `url` in use; `onEnd` hears when it ends (the server stopped). */
+async function holdServerInUse(ServerClient: typeof Client, url: string, onEnd: () => void): Promise<Client> {
+  const client = await connectAsSuperuser(ServerClient, url);
+  if (!client) throw new Error('the embedded PostgreSQL stopped answering while starting');
+  await client.query('SELECT pg_advisory_lock_shared($1)', [IN_USE_LOCK_KEY]);
+  client.once('end', onEnd);
+  return client;
 }
 
-async function holdServerInUse(ServerClient: typeof Client, url: string): Promise<ServerInUse> {
-  let held: Client | undefined;
-  let leaving = false;
-  const hold = async (): Promise<boolean> => {
-    const client = await connectAsSuperuser(ServerClient, url);
-    if (!client) return false;
-    await client.query('SELECT pg_advisory_lock_shared($1)', [IN_USE_LOCK_KEY]);
-    held = client;
-    client.once('end', () => {
-      held = undefined;
-      if (!leaving) void holdAgain();
-    });
-    return true;
-  };
-  const holdAgain = async () => {
-    while (!leaving && !(await hold().catch(() => false)))
-      await new Promise((resolve) => setTimeout(resolve, 1000).unref());
-  };
-  if (!(await hold())) throw new Error('the embedded PostgreSQL stopped answering while starting');
-  return {
-    async leaveLast() {
-      leaving = true;
-      await held?.end();
-      const client = await connectAsSuperuser(ServerClient, url);
-      if (!client) return false; // it is gone already
-      const { rows } = await client.query<{ last: boolean }>('SELECT pg_try_advisory_lock($1) AS last', [
-        IN_USE_LOCK_KEY,
-      ]);
-      // Held while the server stops, so no process can adopt it meanwhile.
-      if (!rows[0].last) await client.end();
-      return rows[0].last;
-    },
-  };
+/** Whether no other process holds the server at `url` in use; if so, the lock is held until the process ends. */
+async function leftLast(ServerClient: typeof Client, url: string): Promise<boolean> {
+  const client = await connectAsSuperuser(ServerClient, url);
+  if (!client) return false; // it is gone already
+  const { rows } = await client.query<{ last: boolean }>('SELECT pg_try_advisory_lock($1) AS last', [IN_USE_LOCK_KEY]);
+  // Held while the server stops, so no process can adopt it meanwhile.
+  if (!rows[0].last) await client.end();
+  return rows[0].last;
 }
 
 /**
@@ -342,7 +354,7 @@ async function stopServer(clusterDir: string): Promise<void> {
     spawnSync(path.join(binDir(user), 'pg_ctl'), [...args, '-D', clusterDir], { ...asServerUser(user), stdio: 'pipe' });
   // Only waited for (signal 0 delivers nothing): pg_ctl returns once the pid file is gone, a moment
   // before the process itself.
-  const pid = Number((readServerFile(path.join(clusterDir, 'postmaster.pid')) ?? '').split('\n')[0]);
+  const pid = postmasterPid(clusterDir);
   if (pgCtl('stop', '-m', 'fast', '-w', '-t', String(STOP_TIMEOUT_S)).status !== 0) {
     pgCtl('stop', '-m', 'immediate', '-w'); // crash recovery runs at the next start
   }
@@ -357,6 +369,22 @@ function isRunning(pid: number): boolean {
   } catch (err) {
     return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
+}
+
+/** A server of the cluster, up: its port, the connection that holds it in use, and, if we started it, its exit. */
+interface Running {
+  port: number;
+  held: Client;
+  exit?: Promise<void>;
+}
+
+/** pg's `config` with its port replaced: a connection string's, or its own. */
+function atPort(config: string | ClientConfig | undefined, port: number): ClientConfig {
+  const given = typeof config === 'string' ? { connectionString: config } : { ...config };
+  if (!given.connectionString) return { ...given, port };
+  const url = new URL(given.connectionString);
+  url.port = String(port);
+  return { ...given, connectionString: url.toString() };
 }
 
 /**
@@ -378,6 +406,7 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
 
 async function start(options: EmbeddedPostgresOptions): Promise<EmbeddedPostgres> {
   const log = options.log ?? (() => undefined);
+  const warn = options.warn ?? log;
   const database = options.database ?? 'bikes';
   const { dataDir } = options;
   const user = serverUser();
@@ -422,35 +451,65 @@ async function start(options: EmbeddedPostgresOptions): Promise<EmbeddedPostgres
     return port !== undefined && (await isOurServer(ServerClient, superuserUrl(port), clusterDir)) ? port : undefined;
   };
 
-  const adopted = await runningPort();
-  const { port, startedHere, exit } =
-    adopted !== undefined
-      ? { port: adopted, startedHere: false, exit: undefined }
-      : await startServer(
-          clusterDir,
-          bin,
-          user,
-          options.port ?? (await freePort(previousPort(clusterDir), options.notPort)),
-          dataDir,
-          options.ephemeral,
-          (port) => connectAsSuperuser(ServerClient, superuserUrl(port)),
-          runningPort,
-        );
-  log(
-    startedHere
-      ? `embedded PostgreSQL listening on 127.0.0.1:${port}`
-      : `adopting the PostgreSQL server already running on this data directory (port ${port})`,
-  );
+  /** Adopts the server running on the cluster, or starts one; then the database, the role, and the hold. */
+  const bringUp = async (lost: () => void, previous?: Running): Promise<Running> => {
+    // A server we started that is still shutting down holds the cluster until it exits.
+    if (previous?.exit) await withinTime(previous.exit, STOP_TIMEOUT_S * 1000);
+    const adopted = await runningPort();
+    const { port, startedHere, exit } =
+      adopted !== undefined
+        ? { port: adopted, startedHere: false, exit: undefined }
+        : await startServer(
+            clusterDir,
+            bin,
+            user,
+            options.port ?? (await freePort(previousPort(clusterDir), options.notPort)),
+            dataDir,
+            options.ephemeral,
+            (port) => connectAsSuperuser(ServerClient, superuserUrl(port)),
+            runningPort,
+          );
+    log(
+      startedHere
+        ? `embedded PostgreSQL listening on 127.0.0.1:${port}`
+        : `adopting the PostgreSQL server already running on this data directory (port ${port})`,
+    );
+    await ensureDatabaseAndRole(ServerClient, superuserUrl(port), database, appPassword);
+    const held = await holdServerInUse(ServerClient, superuserUrl(port), lost);
+    void exit?.then(lost);
+    return { port, held, exit };
+  };
 
-  await ensureDatabaseAndRole(ServerClient, superuserUrl(port), database, appPassword);
-  const inUse = await holdServerInUse(ServerClient, superuserUrl(port));
+  // The server is ours to keep: stopped or killed under us, it is started again (or adopted, if
+  // another process was first), on its port or, if someone holds that now, another.
+  const running = await keepRunning({
+    up: bringUp,
+    onLost: (gone) => warn(`the embedded PostgreSQL on port ${gone.port} stopped; starting it again`),
+    onFailure: (err, attempt, nextInMs) =>
+      warn(
+        `the embedded PostgreSQL could not start again (attempt ${attempt}: ${firstLine(err)}); ` +
+          `next attempt in ${nextInMs / 1000} s`,
+      ),
+  });
+  /** Connects to the server wherever it runs now: the URLs below name the port it had at start. */
+  class CurrentServerClient extends ServerClient {
+    constructor(config?: string | ClientConfig) {
+      super(atPort(config, running.current().port));
+    }
+  }
+  const { port } = running.current();
   return {
     url: urlFor(APP_ROLE, appPassword, port, database),
     adminUrl: superuserUrl(port, database),
-    port,
-    ServerClient,
+    get port() {
+      return running.current().port;
+    },
+    ServerClient: CurrentServerClient,
     async stop() {
-      if (!(await inUse.leaveLast())) return;
+      const { held, exit } = await running.stop();
+      await held.end();
+      const port = await runningPort(); // wherever it runs now, if it still runs
+      if (port === undefined || !(await leftLast(ServerClient, superuserUrl(port)))) return;
       await stopServer(clusterDir);
       // The server we started is our child: it is gone once we have reaped it.
       if (exit) await withinTime(exit, STOP_TIMEOUT_S * 1000);
@@ -499,7 +558,10 @@ async function startServer(
   for (;;) {
     // A neighbour may have taken the port before our server could: connectAsSuperuserTo proves whose it is.
     const client = await connectAsSuperuserTo(port);
-    if (client) {
+    // Another process's server, started on the same port at the same moment, answers there too
+    // (and is adopted below once ours has exited): ours is the one postmaster.pid names.
+    if (client && postmasterPid(clusterDir) !== child.pid) await client.end();
+    else if (client) {
       try {
         for (const name of ['port', 'listen_addresses']) {
           await client.query(`ALTER SYSTEM SET ${name} = ${client.escapeLiteral(String(settings[name]))}`);

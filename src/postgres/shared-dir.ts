@@ -111,7 +111,16 @@ export function removeServerDir(dir: string, user: ServerUser | undefined): void
     return;
   }
   spawnSync('find', [dir, '-mindepth', '1', '-delete'], { ...asServerUser(user), stdio: 'ignore' });
-  fs.rmdirSync(dir);
+  unlessGone(() => fs.rmdirSync(dir));
+}
+
+/** Runs `remove`; a file already removed (by a prune running at the same moment) is as good. */
+function unlessGone(remove: () => void): void {
+  try {
+    remove();
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+  }
 }
 
 /**
@@ -120,8 +129,10 @@ export function removeServerDir(dir: string, user: ServerUser | undefined): void
  */
 export function removeSharedCluster(cluster: SharedCluster, user: ServerUser): void {
   if (fs.existsSync(cluster.dataDir)) removeServerDir(cluster.dataDir, user);
-  for (const name of fs.readdirSync(cluster.home)) fs.unlinkSync(path.join(cluster.home, name));
-  fs.rmdirSync(cluster.home);
+  unlessGone(() => {
+    for (const name of fs.readdirSync(cluster.home)) unlessGone(() => fs.unlinkSync(path.join(cluster.home, name)));
+    fs.rmdirSync(cluster.home);
+  });
 }
 
 /** Writes a small file of root's in a directory only root can change, whole (written aside, then renamed). */

@@ -348,11 +348,7 @@ describe('the read routes, for clients that poll', () => {
           await locker.query('BEGIN');
           await locker.query('LOCK TABLE bikes IN ACCESS EXCLUSIVE MODE');
           const reply = get(first, path, { 'x-request-id': 'etag-then-failure' });
-          const pid = await waitFor(
-            'the rows query to wait for the lock',
-            () => blockedRowsQuery(admin, rows[0].pid),
-            20_000,
-          );
+          const pid = await waitFor('the rows query to wait for the lock', () => blockedRowsQuery(admin, rows[0].pid));
           await admin.query('SELECT pg_cancel_backend($1)', [pid]);
           const res = await reply;
           expect(res.status).toBe(503);

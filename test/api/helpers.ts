@@ -1,8 +1,8 @@
 import http from 'node:http';
 import { randomBytes, randomUUID } from 'node:crypto';
 import jwt from 'jsonwebtoken';
-import type { Bike, BikeFields } from '../../src/bikes/bike';
-import { BIKE_KEYS as SUPPORT_BIKE_KEYS, CLIENT_FIELDS, issueToken, newBike } from '../support/bikes';
+import { type Bike, bike as bikeSchema, type BikeFields, bikeFields } from '../../src/bikes/bike';
+import { issueToken, newBike, type Shape, shapeOf } from '../support/bikes';
 import { createTestDatabase } from '../support/databases';
 import { spawnService } from '../support/process';
 import { startTestService } from '../support/service';
@@ -15,8 +15,8 @@ import { startTestService } from '../support/service';
 export { newBike };
 export type { Bike, BikeFields };
 
-/** The ten fields of a bike in a response, and nothing else. */
-const BIKE_KEYS = [...SUPPORT_BIKE_KEYS].sort();
+/** A bike's keys at every level, each leaf's with its type (the definition's, src/bikes/bike.ts). */
+const BIKE_SHAPE = shapeOf(bikeSchema);
 
 export const UUID_V4 = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
@@ -183,32 +183,28 @@ export function useApi(): Api {
   return api;
 }
 
-/** The bike a create with `fields` should answer: the fields plus the server's id and handle. */
+/** The bike a create with `fields` should answer: the fields plus the server's id and handle, and nothing else. */
 export function expectedBike(fields: BikeFields, id: string, handle: string): Bike {
-  return {
-    id,
-    handle,
-    title: fields.title,
-    productType: fields.productType,
-    createdAt: fields.createdAt,
-    description: fields.description,
-    vendor: fields.vendor,
-    availableForSale: fields.availableForSale,
-    totalInventory: fields.totalInventory,
-    priceRange: {
-      minPrice: { amount: fields.priceRange.minPrice.amount, currencyCode: fields.priceRange.minPrice.currencyCode },
-      maxPrice: { amount: fields.priceRange.maxPrice.amount, currencyCode: fields.priceRange.maxPrice.currencyCode },
-    },
-  };
+  const picked = (value: unknown, shape: Shape): unknown =>
+    Object.fromEntries(
+      Object.entries(shape).map(([key, field]) => {
+        const given = (value as Record<string, unknown>)[key];
+        return [key, typeof field === 'string' ? given : picked(given, field)];
+      }),
+    );
+  return picked({ id, handle, ...fields }, BIKE_SHAPE) as Bike;
 }
 
-/** Asserts the object has exactly the ten documented fields, priceRange and Money included. */
+/** The shape of a value as shapeOf gives a schema's: objects' keys, and each leaf's JSON type. */
+function shapeOfValue(value: unknown): Shape | string {
+  if (value === null || typeof value !== 'object' || Array.isArray(value))
+    return value === null ? 'null' : typeof value;
+  return Object.fromEntries(Object.entries(value).map(([key, field]) => [key, shapeOfValue(field)]));
+}
+
+/** Asserts the object has exactly the bike's fields, at every level, each of its type. */
 export function expectExactShape(bike: unknown): void {
-  const b = bike as Record<string, Record<string, Record<string, unknown>>>;
-  expect(Object.keys(b).sort()).toEqual(BIKE_KEYS);
-  expect(Object.keys(b.priceRange).sort()).toEqual(['maxPrice', 'minPrice']);
-  expect(Object.keys(b.priceRange.minPrice).sort()).toEqual(['amount', 'currencyCode']);
-  expect(Object.keys(b.priceRange.maxPrice).sort()).toEqual(['amount', 'currencyCode']);
+  expect(shapeOfValue(bike)).toEqual(BIKE_SHAPE);
 }
 
 /** Error answers are a status and its plain-text reason phrase, never JSON. */
@@ -242,16 +238,17 @@ export function withValue(fields: BikeFields, path: string, value: unknown): Rec
   return copy;
 }
 
+/** The dotted path of every field of a body, nested ones included, and its type ('object' for one). */
+const CLIENT_FIELD_TYPES = (function paths(shape: Shape, prefix = ''): [string, string][] {
+  return Object.entries(shape).flatMap(([key, field]): [string, string][] =>
+    typeof field === 'string'
+      ? [[`${prefix}${key}`, field]]
+      : [[`${prefix}${key}`, 'object'], ...paths(field, `${prefix}${key}.`)],
+  );
+})(shapeOf(bikeFields));
+
 /** Every client field path of a bike body, nested ones included. */
-export const CLIENT_FIELD_PATHS = [
-  ...CLIENT_FIELDS,
-  'priceRange.minPrice',
-  'priceRange.maxPrice',
-  'priceRange.minPrice.amount',
-  'priceRange.minPrice.currencyCode',
-  'priceRange.maxPrice.amount',
-  'priceRange.maxPrice.currencyCode',
-];
+export const CLIENT_FIELD_PATHS = CLIENT_FIELD_TYPES.map(([path]) => path);
 
 /** Values of the wrong type for each client field (strict: "5" is not a number, "true" not a boolean). */
 export const WRONG_TYPES: Array<[string, unknown]> = [
@@ -286,15 +283,7 @@ export const WRONG_TYPES: Array<[string, unknown]> = [
 ];
 
 /** Strings PostgreSQL cannot hold, at every string field. */
-export const NUL_FIELDS = [
-  'title',
-  'productType',
-  'createdAt',
-  'description',
-  'vendor',
-  'priceRange.minPrice.currencyCode',
-  'priceRange.maxPrice.currencyCode',
-];
+export const NUL_FIELDS = CLIENT_FIELD_TYPES.filter(([, type]) => type === 'string').map(([path]) => path);
 
 /** Doubles, sent as JSON.stringify writes them: each must read back as the same double (docs/decisions.md#numbers). */
 export const EXACT_NUMBERS = [

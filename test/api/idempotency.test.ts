@@ -164,7 +164,7 @@ describe('POST /bikes/ with an Idempotency-Key', () => {
     expect(ids.size).toBe(1);
   });
 
-  it('a create held over 5 s by a lock (the table locked for 6.5 s) is a 503 with Retry-After that committed nothing, never a 500: its retry makes the one bike', async () => {
+  it('a create held over 5 s by a lock (lock_timeout; the table locked until it answers) is a 503 with Retry-After that committed nothing, never a 500: its retry makes the one bike', async () => {
     const key = randomUUID();
     const fields = newBike();
     const holder = new Client({ connectionString: first.databaseUrl });
@@ -172,9 +172,7 @@ describe('POST /bikes/ with an Idempotency-Key', () => {
     try {
       await holder.query('BEGIN');
       await holder.query('LOCK TABLE bikes IN ACCESS EXCLUSIVE MODE');
-      const release = setTimeout(() => void holder.query('ROLLBACK'), 6_500);
       const refused = await post(first, key, fields);
-      clearTimeout(release);
       expect(refused.status).toBe(503);
       expect(refused.headers['retry-after']).toBe('1');
       expect(refused.headers['write-outcome']).toBeUndefined();
@@ -187,7 +185,7 @@ describe('POST /bikes/ with an Idempotency-Key', () => {
     expect(retried.status).toBe(200);
     expect(retried.headers['idempotent-replayed']).toBeUndefined();
     expect(await bikesTitled(fields.title)).toBe(1);
-  }, 20_000);
+  });
 
   it('a create whose connection the client cut is either done or not, and its retry leaves exactly one bike', async () => {
     const key = randomUUID();
@@ -202,9 +200,9 @@ describe('POST /bikes/ with an Idempotency-Key', () => {
     cut.abort();
     await sent;
     const retried = await post(second, key, fields);
-    // 409 while the first is still running: the client retries again.
+    // 409 while the first is still running, however long that takes here: the client retries again.
     let status = retried.status;
-    for (let i = 0; status === 409 && i < 50; i++) {
+    while (status === 409) {
       await new Promise((resolve) => setTimeout(resolve, 100));
       status = (await post(second, key, fields)).status;
     }

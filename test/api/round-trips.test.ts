@@ -84,7 +84,7 @@ describe('statements per request', () => {
     await request();
     return counter
       .statements()
-      .filter((text) => !/rate_limits|catalog_identity|_prisma_migrations|^SELECT 1$/.test(text));
+      .filter((text) => !/rate_limits|catalog_identity|_prisma_migrations|^SELECT 1$|pg_backend_pid/.test(text));
   }
 
   it('a search that fits in one batch is one statement, no transaction; a 304 of the list reads its version alone, no row', async () => {
@@ -112,8 +112,7 @@ describe('statements per request', () => {
     const started = Date.now();
     for (let i = 0; i < 100; i++) expect((await send('POST', '/bikes/', newBike())).status).toBe(200);
     const flushes = counter.statements().filter((text) => text.includes('rate_limits'));
-    // At most one flush every 250 ms (and one more at each end).
+    // At most one flush every 250 ms (and one more at each end), however long the writes took here.
     expect(flushes.length).toBeLessThanOrEqual(Math.ceil((Date.now() - started) / 250) + 2);
-    expect(flushes.length).toBeLessThan(50);
   });
 });

@@ -1,6 +1,7 @@
 import net from 'node:net';
 import { RawConnection } from '../resilience/support/raw-http';
 import { startTestService, type TestService } from '../support/service';
+import { PATIENCE_MS } from '../support/wait';
 import { newBike, signToken, unknownId, useApi } from './helpers';
 
 /**
@@ -15,8 +16,8 @@ function expectContinue(port: number, head: string, body: Buffer): Promise<strin
     let bodySent = false;
     const timer = setTimeout(() => {
       socket.destroy();
-      reject(new Error(`no final answer within 5 s: ${JSON.stringify(received)}`));
-    }, 5_000);
+      reject(new Error(`no final answer within ${PATIENCE_MS} ms: ${JSON.stringify(received)}`));
+    }, PATIENCE_MS);
     socket.on('data', (chunk: Buffer) => {
       received += chunk.toString('latin1');
       const statuses = [...received.matchAll(/^HTTP\/1\.1 (\d{3})[^\r]*\r\n(?:[^\r]+\r\n)*\r\n/gm)].map(

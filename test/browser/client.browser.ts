@@ -81,7 +81,7 @@ describe('the client in headless Chromium, from a page on another origin', () =>
     });
     await new Promise<void>((resolve) => site.listen(0, '127.0.0.1', resolve));
     siteUrl = `http://127.0.0.1:${(site.address() as AddressInfo).port}`;
-    service = await spawnService({ DATA_DIR: path.join(scratch, 'data'), CORS_ORIGIN: siteUrl }, { timeoutMs: 90_000 });
+    service = await spawnService({ DATA_DIR: path.join(scratch, 'data'), CORS_ORIGIN: siteUrl });
     relay = await relayTo(service.baseUrl);
 
     browser = await chromium.launchPersistentContext(path.join(scratch, 'profile'), {
@@ -92,7 +92,7 @@ describe('the client in headless Chromium, from a page on another origin', () =>
     page = browser.pages()[0] ?? (await browser.newPage());
     page.on('pageerror', (err) => errors.push(err.message));
     page.on('request', (request) => sent.push(request));
-  }, 120_000);
+  });
 
   afterAll(async () => {
     await browser?.close();
@@ -103,7 +103,7 @@ describe('the client in headless Chromium, from a page on another origin', () =>
       await service.exited;
     }
     fs.rmSync(scratch, { recursive: true, force: true });
-  }, 30_000);
+  });
 
   /** The requests the page sent to the service's `path` with `method` (not their preflights), since `from`. */
   const toService = (method: string, path: RegExp, from = 0) =>

@@ -8,6 +8,7 @@ import { API_ROUTES } from '../../src/api';
 import { type Relay, relayTo } from '../support/exchanges';
 import { spawnService, type ServiceProcess } from '../support/process';
 import { tempDataDir } from '../support/temp-dir';
+import { PATIENCE_MS } from '../support/wait';
 
 /**
  * GET /docs opened in a real headless Chromium (Debian's package, driven by playwright-core),
@@ -41,7 +42,7 @@ describe('GET /docs in headless Chromium', () => {
     if (process.env.DOCS_BASE_URL) {
       baseUrl = process.env.DOCS_BASE_URL.replace(/\/$/, '');
     } else {
-      service = await spawnService({ DATA_DIR: path.join(scratch, 'data') }, { timeoutMs: 90_000 });
+      service = await spawnService({ DATA_DIR: path.join(scratch, 'data') });
       // The page's answers pass through this process, to be judged against /openapi.json like any test's.
       relay = await relayTo(service.baseUrl);
       baseUrl = relay.baseUrl;
@@ -78,8 +79,8 @@ describe('GET /docs in headless Chromium', () => {
     await page
       .locator('.opblock')
       .nth(OPERATIONS.length - 1)
-      .waitFor({ timeout: 30_000 });
-  }, 120_000);
+      .waitFor({ timeout: PATIENCE_MS });
+  });
 
   afterAll(async () => {
     await browser?.close();
@@ -89,7 +90,7 @@ describe('GET /docs in headless Chromium', () => {
       await service.exited;
     }
     fs.rmSync(scratch, { recursive: true, force: true });
-  }, 30_000);
+  });
 
   it('lists exactly the operations the service declares', async () => {
     const listed = await page.$$eval('.opblock-summary', (summaries) =>

@@ -11,5 +11,6 @@ module.exports = {
   ...require('../support/jest-transform'),
   // Every answer the page receives is judged against /openapi.json (test/support/conformance.ts).
   setupFilesAfterEnv: ['<rootDir>/test/support/conformance-setup.ts'],
-  testTimeout: 120_000,
+  // A guard against a hang only, as in jest.config.js.
+  testTimeout: 600_000,
 };

@@ -63,14 +63,10 @@ export function startFollower(
     lists,
     async reached(bike) {
       const as = JSON.stringify(bike);
-      await waitFor(
-        `the follower (${transport}) to reach ${bike.id}`,
-        () => {
-          if (failed) throw failed;
-          return JSON.stringify(catalog.get(bike.id)) === as || undefined;
-        },
-        60_000,
-      );
+      await waitFor(`the follower (${transport}) to reach ${bike.id}`, () => {
+        if (failed) throw failed;
+        return JSON.stringify(catalog.get(bike.id)) === as || undefined;
+      });
     },
     async stop() {
       controller.abort();

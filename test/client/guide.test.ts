@@ -32,7 +32,7 @@ describe("client/README.md's sync script", () => {
     npm(['install', CLIENT], project);
     const script = codeBlock(GUIDE, "## A shop's sync script", 'js');
     fs.writeFileSync(path.join(project, 'sync.mjs'), script.replaceAll('http://localhost:3000', relay.baseUrl));
-  }, 60_000);
+  });
   afterAll(async () => {
     await relay?.close();
     await svc.stop();
@@ -59,8 +59,7 @@ describe("client/README.md's sync script", () => {
           ? true
           : undefined;
       },
-      60_000,
-      200,
+      { everyMs: 200 },
     );
 
   it('keeps catalog.json in step, and goes on from where it stood after a restart', async () => {
@@ -83,5 +82,5 @@ describe("client/README.md's sync script", () => {
     } finally {
       await stopped(sync);
     }
-  }, 120_000);
+  });
 });

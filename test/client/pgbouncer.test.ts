@@ -28,7 +28,7 @@ if (why) console.log(`client/pgbouncer.test.ts skipped: ${why}`);
       DATABASE_DIRECT_URL: direct,
       JWT_SECRET: randomBytes(32).toString('base64url'),
     });
-  }, 60_000);
+  });
   afterAll(async () => {
     svc?.child.kill('SIGTERM');
     await svc?.exited;
@@ -62,15 +62,15 @@ if (why) console.log(`client/pgbouncer.test.ts skipped: ${why}`);
       }
     };
     const workers = Array.from({ length: 4 }, worker);
-    await waitFor('creates before the hang', () => (made.size >= 8 ? true : undefined), 30_000);
+    await waitFor('creates before the hang', () => (made.size >= 8 ? true : undefined));
     bouncer.signal('hang');
     try {
-      await waitFor('answers that settle nothing', () => (unsettled.length >= 4 ? true : undefined), 30_000);
+      await waitFor('answers that settle nothing', () => (unsettled.length >= 4 ? true : undefined));
     } finally {
       bouncer.signal('resume');
     }
     const before = made.size;
-    await waitFor('creates after it woke', () => (made.size >= before + 8 ? true : undefined), 60_000);
+    await waitFor('creates after it woke', () => (made.size >= before + 8 ? true : undefined));
     stopping = true;
     await Promise.all(workers);
 
@@ -81,5 +81,5 @@ if (why) console.log(`client/pgbouncer.test.ts skipped: ${why}`);
     );
     expect(all).toHaveLength(made.size);
     expect(new Map(all.map((bike) => [bike.title, bike]))).toEqual(made);
-  }, 180_000);
+  });
 });

@@ -10,6 +10,7 @@ module.exports = {
   roots: ['<rootDir>/test/compose'],
   testMatch: ['**/*.compose.ts'],
   transform: { '^.+\\.ts$': ['ts-jest', { tsconfig: 'test/tsconfig.json' }] },
-  testTimeout: 120_000,
+  // A guard against a hang only, as in jest.config.js: engines and images are slow, so it is long.
+  testTimeout: 900_000,
   maxWorkers: 1,
 };

@@ -11,7 +11,7 @@ if (noEngineReason) console.log(`simple.compose.ts skipped: ${noEngineReason}`);
   let started: StartedStack;
   beforeAll(async () => {
     started = await startStack('docker-compose.yml');
-  }, 900_000);
+  });
   afterAll(() => started?.stack.remove(), 60_000);
 
   it('starts db and api healthy after the one-shot secrets and migrate services exit 0', async () => {
@@ -122,11 +122,11 @@ if (noEngineReason) console.log(`simple.compose.ts skipped: ${noEngineReason}`);
     const migrated = await started.stack.compose(['run', '--rm', 'migrate'], { env: started.stack.env });
     expect(migrated).toContain('database is up to date');
     expect(await count()).toBe(before + 5);
-  }, 180_000);
+  });
 
   it('closes issuance as docs/scaling-and-containers.md says: after `TOKEN_ISSUANCE=closed up -d`, POST /api/user is 403 and a token from `exec api node dist/cli/token.js` writes', async () => {
     const { stack } = started;
-    await stack.compose(['up', '-d'], { env: { ...stack.env, TOKEN_ISSUANCE: 'closed' }, timeoutMs: 300_000 });
+    await stack.compose(['up', '-d'], { env: { ...stack.env, TOKEN_ISSUANCE: 'closed' } });
     await stack.waitHealthy();
     try {
       expect((await fetch(`${started.baseUrl}/api/user`, { method: 'POST' })).status).toBe(403);
@@ -142,7 +142,7 @@ if (noEngineReason) console.log(`simple.compose.ts skipped: ${noEngineReason}`);
       await stack.up();
       await stack.waitHealthy();
     }
-  }, 600_000);
+  });
 
   it('answers ps, logs and down with no variable set, and down -v leaves nothing behind', async () => {
     const ps = await started.stack.compose(['ps']);
@@ -153,5 +153,5 @@ if (noEngineReason) console.log(`simple.compose.ts skipped: ${noEngineReason}`);
     expect(logs).not.toContain('Warning');
     await started.stack.compose(['down', '-v']);
     expect(await started.stack.leftovers()).toEqual([]);
-  }, 120_000);
+  });
 });

@@ -4,6 +4,7 @@ import http from 'node:http';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { freePort } from '../support/process';
+import { PATIENCE_MS } from '../support/wait';
 
 /**
  * A compose stack started for real, on the container engine DOCKER_HOST names (podman's Docker
@@ -16,7 +17,7 @@ const SOCKET = (process.env.DOCKER_HOST ?? 'unix:///var/run/docker.sock').replac
 /** GET on the engine's API: JSON of a 200. */
 export function engine<T>(apiPath: string): Promise<T> {
   return new Promise((resolve, reject) => {
-    const req = http.get({ socketPath: SOCKET, path: apiPath, timeout: 10_000 }, (res) => {
+    const req = http.get({ socketPath: SOCKET, path: apiPath, timeout: PATIENCE_MS }, (res) => {
       let body = '';
       res.setEncoding('utf8');
       res.on('data', (chunk: string) => (body += chunk));
@@ -37,7 +38,7 @@ export const noEngineReason: string | undefined = (() => {
     return 'docker-compose is not installed (deploy/podman/engine.sh installs it)';
   }
   const ping = `require('http').get({ socketPath: ${JSON.stringify(SOCKET)}, path: '/_ping' }, (res) => process.exit(res.statusCode === 200 ? 0 : 1)).on('error', () => process.exit(1))`;
-  if (spawnSync(process.execPath, ['-e', ping], { timeout: 10_000 }).status !== 0) {
+  if (spawnSync(process.execPath, ['-e', ping], { timeout: PATIENCE_MS }).status !== 0) {
     return `no container engine answers on ${SOCKET} (deploy/podman/engine.sh starts podman's)`;
   }
   return undefined;
@@ -105,7 +106,7 @@ class Stack {
   }
 
   /** Runs docker-compose on this stack; its output. Fails on a non-zero exit. */
-  async compose(args: string[], { env = {}, timeoutMs = 120_000 } = {}): Promise<string> {
+  async compose(args: string[], { env = {}, timeoutMs = PATIENCE_MS } = {}): Promise<string> {
     const { DOCKER_HOST, PATH, HOME } = process.env;
     const { stdout, stderr } = await promisify(execFile)(
       'docker-compose',
@@ -123,7 +124,7 @@ class Stack {
    * `up -d` with the stack's variables. Under podman, health checks run only where something runs
    * them (deploy/podman/engine.sh starts health-checks.sh); compose waits on them.
    */
-  async up(extra: string[] = [], timeoutMs = 300_000): Promise<void> {
+  async up(extra: string[] = [], timeoutMs = PATIENCE_MS): Promise<void> {
     this.volumesBefore ??= new Set(await volumeNames());
     await this.compose(['up', '-d', ...extra], { env: this.env, timeoutMs });
   }
@@ -149,7 +150,7 @@ class Stack {
   }
 
   /** Waits until every running container with a health check reports healthy; how long it took. */
-  async waitHealthy(timeoutMs = 180_000): Promise<Container[]> {
+  async waitHealthy(timeoutMs = PATIENCE_MS): Promise<Container[]> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const containers = await this.containers();

@@ -3,8 +3,9 @@ import type { Bike } from '../../src/bikes/bike';
 import { client, newBike } from '../support/bikes';
 import { pruneChanges } from '../../src/feed/changes';
 import { type LogPosition, pruneUntilPast } from '../support/pruning';
+import { insertBike, sessionBeside } from '../support/sessions';
 import { startTestService, type TestService } from '../support/service';
-import { waitFor } from '../support/wait';
+import { PATIENCE_MS, waitFor } from '../support/wait';
 
 /**
  * GET /bikes/changes (docs/decisions.md#the-change-feed): what changed, in order, deletions
@@ -60,7 +61,7 @@ describe('GET /bikes/changes', () => {
   ): Promise<{ changes: Change[]; cursor?: string }> {
     const all: Change[] = [];
     let cursor = since;
-    const deadline = Date.now() + 30_000;
+    const deadline = Date.now() + PATIENCE_MS;
     for (;;) {
       const page = await changes(cursor, limit);
       expect(page.status).toBe(200);
@@ -156,11 +157,15 @@ describe('GET /bikes/changes', () => {
     const early = await api.create(newBike());
     const long = new Client({ connectionString: svc.databaseUrl });
     await long.connect();
+    // Written beside it on a session of another catalog version slot (a service connection might
+    // share the long transaction's, and wait for it).
+    const writer = await sessionBeside(svc.databaseUrl, long);
     try {
       await long.query('BEGIN');
       await long.query(`UPDATE bikes SET vendor = 'Long' WHERE id = $1`, [early.id]);
       // Committed first, by a transaction that began writing after the long one.
-      const later = await api.create(newBike());
+      const laterId = await insertBike(writer, newBike());
+      const later = (await (await api.request('GET', `/bikes/${laterId}`)).json()) as Bike;
       const held = await follow(start, { until: (seen) => seen.length > 0 });
       expect(held.changes.map((change) => change.id)).toEqual([early.id]);
       await long.query('COMMIT');
@@ -172,6 +177,7 @@ describe('GET /bikes/changes', () => {
       ]);
     } finally {
       await long.end();
+      await writer.end();
     }
   });
 
@@ -180,15 +186,18 @@ describe('GET /bikes/changes', () => {
     const [x, y] = [await api.create(newBike()), await api.create(newBike())];
     const long = new Client({ connectionString: svc.databaseUrl });
     await long.connect();
+    const writer = await sessionBeside(svc.databaseUrl, long);
     try {
       await long.query('BEGIN');
       await long.query(`UPDATE bikes SET vendor = 'First' WHERE id = $1`, [x.id]);
-      // A later transaction changes y and commits; then the long one, on top of it.
-      expect((await api.request('PATCH', `/bikes/${y.id}`, { body: { vendor: 'Second' } })).status).toBe(200);
+      // A later transaction changes y and commits (on a session of another catalog version slot);
+      // then the long one, on top of it.
+      await writer.query(`UPDATE bikes SET vendor = 'Second' WHERE id = $1`, [y.id]);
       await long.query(`UPDATE bikes SET vendor = 'Third' WHERE id = $1`, [y.id]);
       await long.query('COMMIT');
     } finally {
       await long.end();
+      await writer.end();
     }
     const third = (seen: Change[]) => seen.some((change) => change.bike?.vendor === 'Third');
     const seen = (await follow(start, { until: third })).changes.filter((change) => change.id === y.id);
@@ -228,13 +237,15 @@ describe('GET /bikes/changes', () => {
     const old = (await changes()).cursor;
     const bike = await api.create(newBike());
     await api.request('DELETE', `/bikes/${bike.id}`);
-    // Everything past the retention: the delete goes, and with it what a cursor before it could follow.
+    // Everything past the retention (30 days, docs/decisions.md#the-change-feed): the delete goes,
+    // and with it what a cursor before it could follow.
+    await sql.query(`UPDATE bike_changes SET changed_at = changed_at - interval '31 days'`);
     const [deleted] = (
       await sql.query<LogPosition>(`SELECT txid, change_id FROM bike_changes WHERE bike_id = $1 AND kind = 'delete'`, [
         bike.id,
       ])
     ).rows;
-    await pruneUntilPast(sql, `now() + interval '1 day'`, deleted);
+    await pruneUntilPast(sql, `now() - interval '30 days'`, deleted);
     expect((await changes(old)).status).toBe(410);
     // Before the horizon, the log keeps the latest change of each bike there is, and nothing else.
     const { rows } = await sql.query<{ bikes: string; changes: string }>(
@@ -271,8 +282,7 @@ describe('GET /bikes/changes', () => {
     await waitFor(
       'pruning to reach the change within the retention',
       async () => ((await pruneChanges(query, 30), (await logOf()).length === 3) ? true : undefined),
-      30_000,
-      200,
+      { everyMs: 200 },
     );
     // kept: its create stays (the patch within the retention stops pruning there), and the patch.
     expect(await logOf()).toEqual([

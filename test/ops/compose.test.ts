@@ -5,6 +5,7 @@ import { promisify } from 'node:util';
 import { parse } from 'yaml';
 import { freePort } from '../support/process';
 import { startTestService } from '../support/service';
+import { PATIENCE_MS } from '../support/wait';
 
 /**
  * What can be checked of the compose files without a container engine. `npm run test:compose`
@@ -150,7 +151,7 @@ describe('the api health check (node dist/cli/healthcheck.js)', () => {
     try {
       await promisify(execFile)(process.execPath, [path.join(ROOT, 'dist', 'cli', 'healthcheck.js')], {
         env: { PORT: String(port) },
-        timeout: 10_000,
+        timeout: PATIENCE_MS,
       });
       return 0;
     } catch (err) {

@@ -58,9 +58,13 @@ function run(command: string, dir: string, args: string[], env: NodeJS.ProcessEn
 const npm = (dir: string, args: string[], env: NodeJS.ProcessEnv) => run('npm', dir, args, env);
 const npx = (dir: string, args: string[], env: NodeJS.ProcessEnv) => run('npx', dir, args, env);
 
-/** Stops `run` and everything it started, as Ctrl-C does. */
+/** Stops `run` and everything it started, as Ctrl-C does; a group already gone (ESRCH) has stopped. */
 async function interrupt(run: Run): Promise<void> {
-  process.kill(-(run.child.pid as number), 'SIGINT');
+  try {
+    process.kill(-(run.child.pid as number), 'SIGINT');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ESRCH') throw err;
+  }
   await run.exited;
 }
 
@@ -94,7 +98,6 @@ describe('npm run dev', () => {
           dev,
           `bike catalog failed to start: port ${port} is already in use (is another \`npm start\` or \`npm run dev\` running?)`,
         ),
-        60_000,
       );
       expect(dev.output()).not.toContain('listening on');
       await new Promise((resolve) => holder.close(resolve));
@@ -113,12 +116,11 @@ describe('npm run dev', () => {
       await waitFor(
         'the edited page',
         async () => ((await docsPage()).includes('<title>Edited API</title>') ? true : undefined),
-        60_000,
-        250,
+        { everyMs: 250 },
       );
 
       // Human-readable lines (pino-pretty, in a worker: they may follow the page by a moment), not JSON.
-      await waitFor('the listening line', seen(dev, listening), 10_000);
+      await waitFor('the listening line', seen(dev, listening));
       const line = dev
         .output()
         .split('\n')
@@ -128,17 +130,17 @@ describe('npm run dev', () => {
       await interrupt(dev);
       holder.close();
     }
-  }, 120_000);
+  });
 
   it('goes on serving while `npm start` and `npm run db:*` run in the same clone, and when node_modules is touched: it runs from dist-dev/ and watches nothing else', async () => {
     const port = await freePort();
     const env = await serviceEnv(port);
     const dev = npm(dir, ['run', 'dev'], env);
     try {
-      await waitFor('the dev server', seen(dev, `listening on http://localhost:${port}`), 60_000);
-      // tsc --watch's first pass may restart the service once: wait for it to end, and settle.
-      await waitFor('the watcher', seen(dev, 'Watching for file changes'), 60_000);
-      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      await waitFor('the dev server', seen(dev, `listening on http://localhost:${port}`));
+      // tsc --watch's first pass finds dist-dev/ up to date (npm run dev built it just before) and
+      // writes nothing, so it restarts nothing.
+      await waitFor('the watcher', seen(dev, 'Watching for file changes'));
       const before = listenings(dev, port);
 
       // npm start builds dist/ (the dev server never sees it), then finds the port taken: one line, and it exits.
@@ -171,6 +173,8 @@ describe('npm run dev', () => {
       const loaded = fs.realpathSync(require.resolve('koa', { paths: [dir] }));
       const { atime, mtime } = fs.statSync(loaded);
       fs.utimesSync(loaded, atime, mtime);
+      // Time for a restart to show, were there one: on a busy machine this check can only miss one,
+      // never fail a dev server that does not restart.
       await new Promise((resolve) => setTimeout(resolve, 1_000));
 
       // The dev server still answers, and never restarted.
@@ -179,5 +183,5 @@ describe('npm run dev', () => {
     } finally {
       await interrupt(dev);
     }
-  }, 120_000);
+  });
 });

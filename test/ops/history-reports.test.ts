@@ -3,6 +3,7 @@ import path from 'node:path';
 import { Client } from 'pg';
 import type { Bike, BikeFields } from '../../src/bikes/bike';
 import { client, newBike } from '../support/bikes';
+import { add, decimal, exact, negate, sum } from '../support/decimal';
 import { type LogPosition, pruneUntilPast } from '../support/pruning';
 import { startTestService, type TestService } from '../support/service';
 
@@ -172,7 +173,7 @@ describe('history reports over bike_changes', () => {
         ORDER BY txid DESC, change_id DESC LIMIT 1`,
     );
     await pruneUntilPast(db, `now() - interval '30 days'`, last);
-  }, 60_000);
+  });
 
   afterAll(async () => {
     await db?.end();
@@ -247,7 +248,11 @@ describe('history reports over bike_changes', () => {
   });
 
   it('stock movement by vendor over the last 30 days: units in and out, their net the change of each vendor stock', async () => {
-    const rows = await report('stock-movement-by-vendor');
+    // Whole units here, which numbers hold exactly (the extremes are below).
+    const rows = (await report('stock-movement-by-vendor')).map(({ vendor, ...units }): Row => ({
+      vendor,
+      ...Object.fromEntries(Object.entries(units).map(([name, value]) => [name, Number(value)])),
+    }));
     const expected = new Map<string, { units_in: number; units_out: number }>();
     for (const [vendor, units] of within(30).flatMap(movementsOf)) {
       const sums = expected.get(vendor) ?? { units_in: 0, units_out: 0 };
@@ -288,6 +293,57 @@ describe('history reports over bike_changes', () => {
       [BETA, 'Beta Commuter (renamed 10 days ago)'],
       [GAMMA, 'Gamma Tourer (renamed 40 days ago)'],
       [BETA, expect.stringMatching(/^Hybrid Bicycle /)],
+    ]);
+  });
+});
+
+/**
+ * Stock movement over the extremes the API accepts (docs/reporting.md#exact-figures): a stock of
+ * the largest double taken to its negative (a movement twice the largest double), 1e308 moved
+ * between vendors, the smallest double, fractions doubles cannot hold. Counted exactly.
+ */
+describe('stock movement over the extremes the API accepts', () => {
+  const MAX = Number.MAX_VALUE; // 1.7976931348623157e308
+  const TINY = Number.MIN_VALUE; // 5e-324
+  let svc: TestService;
+  let db: Client;
+  afterAll(async () => {
+    await db?.end();
+    await svc?.stop();
+  });
+
+  it('counts every unit in and out of each vendor exactly, the net its stock at the end less at the start', async () => {
+    svc = await startTestService();
+    db = new Client({ connectionString: svc.databaseUrl });
+    await db.connect();
+    const api = client(svc.baseUrl, await svc.token());
+    const patch = async (id: string, body: object) =>
+      expect((await api.request('PATCH', `/bikes/${id}`, { body })).status).toBe(200);
+    const a = await api.create(bike(ALPHA, MAX, 1, 2));
+    await patch(a.id, { totalInventory: -MAX });
+    const b = await api.create(bike(ALPHA, 1e308, 1, 2));
+    await patch(b.id, { vendor: BETA });
+    await patch(b.id, { totalInventory: TINY });
+    expect((await api.request('DELETE', `/bikes/${b.id}`)).status).toBe(200);
+    const c = await api.create(bike(BETA, 0.1, 1, 2));
+    await patch(c.id, { totalInventory: 0.3 });
+
+    const sql = fs.readFileSync(path.join(__dirname, 'reports', 'stock-movement-by-vendor.sql'), 'utf8');
+    const rows = (await db.query<Record<string, string>>(sql)).rows.map(({ vendor, ...units }) => ({
+      vendor,
+      ...Object.fromEntries(Object.entries(units).map(([name, value]) => [name, exact(value)])),
+    }));
+    const [max, big] = [decimal(MAX), decimal(1e308)];
+    expect(rows).toEqual([
+      // In: a's MAX, b's 1e308. Out: a's MAX to -MAX, b's 1e308 moved to Beta.
+      {
+        vendor: ALPHA,
+        units_in: exact(add(max, big)),
+        units_out: exact(sum([max, max, big])),
+        net_change: exact(negate(max)),
+      },
+      // In: b's 1e308, c's 0.1 and 0.2 more. Out: b's 1e308 down to 5e-324, then that deleted.
+      { vendor: BETA, units_in: exact(add(big, decimal('0.3'))), units_out: exact(big), net_change: '0.3' },
     ]);
   });
 });

@@ -6,6 +6,7 @@ import { Client } from 'pg';
 import type { Bike, BikeFields } from '../../src/bikes/bike';
 import { client, newBike } from '../support/bikes';
 import { createTestDatabase } from '../support/databases';
+import { decimal, exact, round, sum, times } from '../support/decimal';
 import { startTestService, type TestService } from '../support/service';
 import { runSeed } from './seed-cli';
 
@@ -45,8 +46,6 @@ const SOLD_OUT = edgeBike({ totalInventory: 0 }, [800, 'USD'], [900, 'USD']);
 const IN_EUROS = edgeBike({ totalInventory: 3 }, [700.1, 'EUR'], [750.2, 'EUR']);
 const MIXED_CURRENCIES = edgeBike({ productType: 'Gravel', totalInventory: 2 }, [1200, 'USD'], [1300, 'EUR']);
 
-const cents = (amount: number) => Math.round(amount * 100);
-
 function groupBy<T>(items: T[], key: (item: T) => string): Map<string, T[]> {
   const groups = new Map<string, T[]>();
   for (const item of items) groups.set(key(item), [...(groups.get(key(item)) ?? []), item]);
@@ -54,6 +53,28 @@ function groupBy<T>(items: T[], key: (item: T) => string): Map<string, T[]> {
 }
 
 const byKey = (key: (row: Row) => string) => (a: Row, b: Row) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0);
+
+/** A report's row with its numeric figures (PostgreSQL's text) in one exact text each. */
+const exactFigures = (row: Row): Row =>
+  Object.fromEntries(
+    Object.entries(row).map(([name, value]) => [name, name === 'currency' ? value : exact(value as string)]),
+  );
+
+/** stock-value's rows, figured exactly from the bikes the API serves. */
+function stockValues(bikes: Bike[]): Row[] {
+  return [...groupBy(bikes, (b) => b.priceRange.minPrice.currencyCode)].map(([currency, group]) => {
+    const units = (of: Bike[]) => sum(of.map((b) => decimal(b.totalInventory)));
+    const value = (price: (b: Bike) => number) =>
+      exact(round(sum(group.map((b) => times(decimal(b.totalInventory), decimal(price(b))))), 2));
+    return {
+      currency,
+      units: exact(units(group)),
+      units_for_sale: exact(units(group.filter((b) => b.availableForSale))),
+      value_at_lowest_price: value((b) => b.priceRange.minPrice.amount),
+      value_at_highest_price: value((b) => b.priceRange.maxPrice.amount),
+    };
+  });
+}
 
 describe('reporting SQL against a seeded catalog', () => {
   let databaseUrl: string;
@@ -78,7 +99,7 @@ describe('reporting SQL against a seeded catalog', () => {
     expect(bikes).toHaveLength(64);
     db = new Client({ connectionString: databaseUrl });
     await db.connect();
-  }, 60_000);
+  });
 
   afterAll(async () => {
     await db?.end();
@@ -110,12 +131,16 @@ describe('reporting SQL against a seeded catalog', () => {
         product_type: productType,
         currency,
         bikes: group.length,
-        units_in_stock: group.reduce((sum, b) => sum + b.totalInventory, 0),
+        units_in_stock: exact(sum(group.map((b) => decimal(b.totalInventory)))),
         lowest_price: Math.min(...group.map((b) => b.priceRange.minPrice.amount)),
         highest_price: Math.max(...group.map((b) => b.priceRange.maxPrice.amount)),
       };
     });
-    const received: Row[] = rows.map((row) => ({ ...row, bikes: Number(row.bikes) }));
+    const received: Row[] = rows.map((row) => ({
+      ...row,
+      bikes: Number(row.bikes),
+      units_in_stock: exact(row.units_in_stock as string),
+    }));
     const key = (row: Row) => JSON.stringify([row.vendor, row.product_type, row.currency]);
     expect([...received].sort(byKey(key))).toEqual([...expected].sort(byKey(key)));
     expect(new Set(rows.map(key)).size).toBe(rows.length);
@@ -127,7 +152,7 @@ describe('reporting SQL against a seeded catalog', () => {
         product_type: 'Gravel',
         currency: 'USD',
         bikes: 1,
-        units_in_stock: 2,
+        units_in_stock: '2',
         lowest_price: 1200,
         highest_price: 1300,
       },
@@ -136,7 +161,7 @@ describe('reporting SQL against a seeded catalog', () => {
         product_type: 'Road',
         currency: 'EUR',
         bikes: 1,
-        units_in_stock: 3,
+        units_in_stock: '3',
         lowest_price: 700.1,
         highest_price: 750.2,
       },
@@ -145,7 +170,7 @@ describe('reporting SQL against a seeded catalog', () => {
         product_type: 'Road',
         currency: 'USD',
         bikes: 2,
-        units_in_stock: 5,
+        units_in_stock: '5',
         lowest_price: 800,
         highest_price: 1500,
       },
@@ -180,26 +205,14 @@ describe('reporting SQL against a seeded catalog', () => {
 
   it('value of stock: per currency, units (and units for sale) times the lowest and the highest price, to the cent', async () => {
     const rows = await report('stock-value');
-    const expected = [...groupBy(bikes, (b) => b.priceRange.minPrice.currencyCode)].map(([currency, group]) => ({
-      currency,
-      units: group.reduce((sum, b) => sum + b.totalInventory, 0),
-      units_for_sale: group.filter((b) => b.availableForSale).reduce((sum, b) => sum + b.totalInventory, 0),
-      // In whole cents, so the sums are exact.
-      value_at_lowest_price: group.reduce((sum, b) => sum + b.totalInventory * cents(b.priceRange.minPrice.amount), 0),
-      value_at_highest_price: group.reduce((sum, b) => sum + b.totalInventory * cents(b.priceRange.maxPrice.amount), 0),
-    }));
-    const received = rows.map((row) => ({
-      ...row,
-      value_at_lowest_price: cents(Number(row.value_at_lowest_price)),
-      value_at_highest_price: cents(Number(row.value_at_highest_price)),
-    }));
+    const expected = stockValues(bikes);
     const key = (row: Row) => row.currency as string;
-    expect([...received].sort(byKey(key))).toEqual([...expected].sort(byKey(key)));
+    expect(rows.map(exactFigures).sort(byKey(key))).toEqual(expected.sort(byKey(key)));
     expect(rows.map(key)).toEqual([...rows.map(key)].sort());
     // Seeded bikes come in USD, EUR and GBP; the hand-made EUR bike adds 3 x 700.10 and 3 x 750.20.
     expect(rows.map(key)).toEqual(expect.arrayContaining(['EUR', 'USD']));
-    const euros = expected.find((row) => row.currency === 'EUR');
-    expect(euros?.value_at_lowest_price).toBeGreaterThanOrEqual(210_030);
+    const euros = rows.find((row) => row.currency === 'EUR');
+    expect(Number(euros?.value_at_lowest_price)).toBeGreaterThanOrEqual(2_100.3);
   });
 
   it('price ranges that mix currencies: only the bike whose lowest and highest price differ in currency', async () => {
@@ -207,6 +220,104 @@ describe('reporting SQL against a seeded catalog', () => {
     const mixed = bikes.find((b) => b.title === MIXED_CURRENCIES.title) as Bike;
     expect(rows).toEqual([
       { id: mixed.id, title: mixed.title, min_price_currency_code: 'USD', max_price_currency_code: 'EUR' },
+    ]);
+  });
+});
+
+/**
+ * The values the API accepts at their extremes (docs/reporting.md#exact-figures): the largest
+ * double and its negative, the smallest (subnormal), 1e308 twice over, fractions that doubles
+ * cannot hold exactly. Every report that adds or multiplies answers them exactly, to the digit.
+ */
+describe('the reports that add or multiply, over the extremes the API accepts', () => {
+  const MAX = Number.MAX_VALUE; // 1.7976931348623157e308
+  const TINY = Number.MIN_VALUE; // 5e-324
+  const extreme = (currency: string, stock: number, min: number, max: number, availableForSale = true) =>
+    newBike({
+      vendor: 'Extreme Cycles',
+      productType: currency === 'XTS' ? 'Test' : 'Fractions',
+      availableForSale,
+      totalInventory: stock,
+      priceRange: {
+        minPrice: { amount: min, currencyCode: currency },
+        maxPrice: { amount: max, currencyCode: currency },
+      },
+    });
+  const EXTREMES = [
+    extreme('XTS', 2, 1e308, 1e308), // the one that made stock-value fail for the whole catalog
+    extreme('XTS', MAX, MAX, MAX),
+    extreme('XTS', 1e308, -MAX, -TINY, false),
+    extreme('XTS', -MAX, TINY, MAX),
+    extreme('XTS', TINY, 0.1, MAX),
+    extreme('XXX', 0.1, 0.2, 0.3),
+    extreme('XXX', 0.2, 1 / 3, 2 / 3),
+    extreme('XXX', -0.3, 0.005, 0.015),
+  ];
+  let svc: TestService;
+  let db: Client;
+  let bikes: Bike[];
+
+  beforeAll(async () => {
+    svc = await startTestService();
+    const api = client(svc.baseUrl, await svc.token());
+    for (const bike of EXTREMES) await api.create(bike);
+    bikes = (await (await api.request('GET', '/bikes/all')).json()) as Bike[];
+    // The API keeps every value as sent.
+    expect(bikes.map((b) => [b.totalInventory, b.priceRange])).toEqual(
+      EXTREMES.map((b) => [b.totalInventory, b.priceRange]),
+    );
+    db = new Client({ connectionString: svc.databaseUrl });
+    await db.connect();
+  });
+  afterAll(async () => {
+    await db?.end();
+    await svc?.stop();
+  });
+
+  const report = async (name: string) =>
+    (await db.query(fs.readFileSync(path.join(REPORTS, `${name}.sql`), 'utf8'))).rows as Row[];
+
+  it('value of stock: the units and both values of each currency, exactly, rounded to the cent', async () => {
+    const rows = (await report('stock-value')).map(exactFigures);
+    expect(rows).toEqual(stockValues(bikes));
+    // Figured by hand: 2 + MAX + 1e308 - MAX + 5e-324 units, the bike of 1e308 not for sale.
+    expect(rows[0]).toMatchObject({
+      currency: 'XTS',
+      units: exact(sum([decimal(1e308), decimal(2), decimal(TINY)])),
+      units_for_sale: exact(sum([decimal(2), decimal(TINY)])),
+    });
+    expect(rows[1]).toEqual({
+      currency: 'XXX',
+      units: '0',
+      units_for_sale: '0',
+      value_at_lowest_price: '0.09', // 0.02 + 0.0666… - 0.0015
+      value_at_highest_price: '0.16', // 0.03 + 0.1333… - 0.0045
+    });
+  });
+
+  it('inventory by vendor and type: the units of each, exactly, and the lowest and highest price as stored', async () => {
+    const rows = await report('inventory-by-vendor-and-type');
+    expect(
+      rows.map((row) => ({ ...row, bikes: Number(row.bikes), units_in_stock: exact(row.units_in_stock as string) })),
+    ).toEqual([
+      {
+        vendor: 'Extreme Cycles',
+        product_type: 'Fractions',
+        currency: 'XXX',
+        bikes: 3,
+        units_in_stock: '0',
+        lowest_price: 0.005,
+        highest_price: 2 / 3,
+      },
+      {
+        vendor: 'Extreme Cycles',
+        product_type: 'Test',
+        currency: 'XTS',
+        bikes: 5,
+        units_in_stock: exact(sum(bikes.slice(0, 5).map((b) => decimal(b.totalInventory)))),
+        lowest_price: -MAX,
+        highest_price: MAX,
+      },
     ]);
   });
 });

@@ -39,14 +39,11 @@ describe('the request log of the running service (node dist/server.js)', () => {
       .filter((line) => line.msg === 'request');
   }
 
-  async function lineFor(requestId: string): Promise<LogLine> {
+  function lineFor(requestId: string): Promise<LogLine> {
     // The line is written when the response has been sent, so it may trail the response a little.
-    for (let i = 0; i < 50; i++) {
-      const line = requestLines().find((entry) => entry.requestId === requestId);
-      if (line) return line;
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
-    throw new Error(`no log line for request ${requestId}`);
+    return waitFor(`the log line of request ${requestId}`, () =>
+      requestLines().find((entry) => entry.requestId === requestId),
+    );
   }
 
   it('writes one JSON line per request with method, path, status, duration and the request id it echoes, and never a token or secret', async () => {
@@ -158,12 +155,12 @@ describe('the request log at LOG_LEVEL=debug', () => {
         .filter((line) => line.startsWith('{'))
         .map((line) => JSON.parse(line) as LogLine)
         .find((line) => line.msg === 'request' && line.requestId === id);
-    expect(await waitFor('the /healthz line', lineOf('health-1'), 2_500)).toMatchObject({
+    expect(await waitFor('the /healthz line', lineOf('health-1'))).toMatchObject({
       level: 20,
       path: '/healthz',
     });
-    expect(await waitFor('the /readyz line', lineOf('health-2'), 2_500)).toMatchObject({ level: 20, path: '/readyz' });
-    expect(await waitFor('the /bikes/all line', lineOf('other-1'), 2_500)).toMatchObject({
+    expect(await waitFor('the /readyz line', lineOf('health-2'))).toMatchObject({ level: 20, path: '/readyz' });
+    expect(await waitFor('the /bikes/all line', lineOf('other-1'))).toMatchObject({
       level: 30,
       path: '/bikes/all',
     });

@@ -1,5 +1,6 @@
 import { execFile } from 'node:child_process';
 import path from 'node:path';
+import { PATIENCE_MS } from '../support/wait';
 
 const ROOT = path.join(__dirname, '..', '..');
 
@@ -19,7 +20,7 @@ export function runSeed(args: string[], env: Record<string, string>, root = ROOT
     execFile(
       process.execPath,
       [path.join(root, 'dist', 'cli', 'seed.js'), ...args],
-      { cwd: root, env: { ...inherited, LOG_LEVEL: 'info', ...env }, timeout: 120_000 },
+      { cwd: root, env: { ...inherited, LOG_LEVEL: 'info', ...env }, timeout: PATIENCE_MS },
       (err, stdout, stderr) => {
         const code = err ? (typeof err.code === 'number' ? err.code : 1) : 0;
         resolve({ code, output: stdout + stderr });

@@ -102,7 +102,7 @@ describe('npm run db:seed (node dist/cli/seed.js)', () => {
     expect(new Set(bikes.map((bike) => bike.productType)).size).toBeGreaterThanOrEqual(3);
     expect(new Set(bikes.map((bike) => bike.vendor)).size).toBeGreaterThanOrEqual(3);
     expect(new Set(bikes.map((bike) => bike.title)).size).toBeGreaterThanOrEqual(20);
-  }, 60_000);
+  });
 
   it("prices every type within its range, kids' bikes below any carbon road bike or e-MTB", () => {
     for (const type of Object.values(BIKE_TYPES)) expect(type.price.min).toBeLessThan(type.price.max);
@@ -123,7 +123,7 @@ describe('npm run db:seed (node dist/cli/seed.js)', () => {
     const third = await createTestDatabase();
     expect((await runSeed(['--count', '5', '--seed', '43'], { DATABASE_URL: third })).code).toBe(0);
     expect(withoutIds(await catalog(third))).not.toEqual(firstBikes);
-  }, 60_000);
+  });
 
   it('runs where only the production dependencies are installed (the container image: npm prune --omit=dev)', async () => {
     const dir = tempDataDir('seed-prod');
@@ -140,7 +140,7 @@ describe('npm run db:seed (node dist/cli/seed.js)', () => {
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
     }
-  }, 60_000);
+  });
 
   it.each([['0'], ['abc'], ['2.5'], ['100001'], ['-3']])(
     'when --count is %s, it exits 2 with the usage and adds nothing',
@@ -168,5 +168,5 @@ describe('npm run db:seed (node dist/cli/seed.js)', () => {
     } finally {
       fs.rmSync(dataDir, { recursive: true, force: true });
     }
-  }, 120_000);
+  });
 });

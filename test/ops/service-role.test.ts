@@ -7,6 +7,8 @@ import { migrate, readMigrations } from '../../src/db/migrate';
 import { client, issueToken, newBike } from '../support/bikes';
 import { createEmptyTestDatabase, createTestRole } from '../support/databases';
 import { launchService, spawnService, type ServiceProcess } from '../support/process';
+import { type LogPosition, pruneUntilPast } from '../support/pruning';
+import { PATIENCE_MS } from '../support/wait';
 
 /**
  * The role the service's queries run as (DATABASE_URL's), at start-up: with no role of its own
@@ -42,7 +44,7 @@ const rightsAndMigrations = async (url: string) => ({
 function migrateCli(env: Record<string, string>): Promise<unknown> {
   return promisify(execFile)(process.execPath, [path.join(ROOT, 'dist', 'cli', 'migrate.js')], {
     env: { PATH: process.env.PATH, LOG_LEVEL: 'warn', ...env },
-    timeout: 30_000,
+    timeout: PATIENCE_MS,
   });
 }
 
@@ -80,6 +82,30 @@ describe('with DATABASE_URL alone, as a role that may not change the schema', ()
       await stopped(service);
     }
     expect(await rightsAndMigrations(direct)).toEqual(before);
+  });
+
+  it('keeps the change log’s retention as `npm run db:migrate` set it, and says so when its own CHANGES_RETENTION_DAYS is shorter', async () => {
+    const direct = await createEmptyTestDatabase();
+    const role = await createTestRole();
+    await migrateCli({ DATABASE_URL: role.at(direct), DATABASE_DIRECT_URL: direct, CHANGES_RETENTION_DAYS: '7' });
+    const retention = () => query(direct, 'SELECT retention_days FROM bike_changes_pruning');
+    expect(await retention()).toEqual([{ retention_days: 7 }]);
+
+    const service = await spawnService({
+      DATABASE_URL: role.at(direct),
+      JWT_SECRET: jwtSecret(),
+      CHANGES_RETENTION_DAYS: '3',
+    });
+    try {
+      expect((await fetch(`${service.baseUrl}/readyz`)).status).toBe(200);
+      expect(service.output()).toContain(
+        'warning: CHANGES_RETENTION_DAYS is 3, but the change log keeps 7 days, as the role that migrates set it; ' +
+          'run npm run db:migrate with CHANGES_RETENTION_DAYS=3 to keep less',
+      );
+    } finally {
+      await stopped(service);
+    }
+    expect(await retention()).toEqual([{ retention_days: 7 }]);
   });
 
   it('with a migration pending, exits 1 with one line naming it and what to run, and changes nothing', async () => {
@@ -170,6 +196,7 @@ describe("the service's role, migrated with a role of its own (docs/decisions.md
       "UPDATE bike_changes SET kind = 'delete'",
       "INSERT INTO bike_changes (txid, writer_txid, kind, bike_id) VALUES (1, 1, 'delete', gen_random_uuid())",
       'UPDATE bike_changes_pruning SET horizon_txid = 0',
+      'UPDATE bike_changes_pruning SET retention_days = 1',
       "SELECT setval('bike_changes_change_id_seq', 1)",
       'UPDATE catalog_identity SET catalog_id = gen_random_uuid()',
       "SELECT setval('bikes_version_seq', 1)",
@@ -209,5 +236,39 @@ describe("the service's role, migrated with a role of its own (docs/decisions.md
     expect(logged.rows.map((row) => row.kind)).toEqual(['create', 'delete']);
     const pruned = await asService.query(`SELECT * FROM prune_bike_changes(now() - interval '30 days', 100)`);
     expect(pruned.rows).toHaveLength(1);
+  });
+
+  it('prunes through that function only what the retention lets go, whatever cut-off it gives', async () => {
+    const changesOf = async (id: string) =>
+      (
+        await asService.query<LogPosition & { kind: string; total_inventory: number }>(
+          'SELECT txid, change_id, kind, total_inventory FROM bike_changes WHERE bike_id = $1 ORDER BY txid, change_id',
+          [id],
+        )
+      ).rows;
+    const { rows } = await asService.query<{ id: string }>(
+      `INSERT INTO bikes (id, handle, title, product_type, created_at, description, vendor, available_for_sale,
+         total_inventory, min_price_amount, min_price_currency_code, max_price_amount, max_price_currency_code)
+       VALUES (gen_random_uuid(), 'h3', 't', 'p', 'c', 'd', 'v', true, 1, 1, 'EUR', 2, 'EUR') RETURNING id`,
+    );
+    const { id } = rows[0];
+    await asService.query('UPDATE bikes SET total_inventory = 2 WHERE id = $1', [id]);
+    // Every change so far is 31 days old, past the retention (30 days); then one more, within it.
+    await query(direct, `UPDATE bike_changes SET changed_at = changed_at - interval '31 days'`);
+    await asService.query('UPDATE bikes SET total_inventory = 3 WHERE id = $1', [id]);
+    const [, aged] = await changesOf(id);
+
+    // A cut-off in the future, which would prune every change there is: pruning stops at the retention.
+    await pruneUntilPast(asService, `now() + interval '1 day'`, aged);
+    const { rows: horizon } = await asService.query<LogPosition>(
+      'SELECT horizon_txid AS txid, horizon_change_id AS change_id FROM bike_changes_pruning',
+    );
+    expect(horizon).toEqual([{ txid: aged.txid, change_id: aged.change_id }]);
+    // The create past the retention went (superseded); the update within it stays, and so does
+    // the aged one it would have superseded.
+    expect((await changesOf(id)).map((change) => [change.kind, change.total_inventory])).toEqual([
+      ['update', 2],
+      ['update', 3],
+    ]);
   });
 });

@@ -149,5 +149,5 @@ describe('npm run token', () => {
     expect(stdout).toMatch(/^[\w-]+\.[\w-]+\.[\w-]+\n$/);
     expect(payloadOf(stdout)).toMatchObject({ username: 'ops', iss: OPERATOR_ISSUER });
     // npm runs the build first (tsc -b), which on a busy machine takes a while.
-  }, 300_000);
+  });
 });

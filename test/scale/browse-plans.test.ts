@@ -5,7 +5,9 @@ import { createTestDatabase } from '../support/databases';
 /**
  * GET /bikes's pages at scale (docs/decisions.md#paged-listing): on 50,000 bikes, the plan
  * PostgreSQL runs for each page, read with EXPLAIN (ANALYZE, BUFFERS) from the statements the
- * service runs. Every sort, alone and after a vendor or a product type, is a range of an index, in
+ * service runs, both as sent unnamed (planned for their values) and as a connection that prepares
+ * them runs them (docs/decisions.md#prepared-statements: PostgreSQL may then keep one plan for
+ * every value). Every sort, alone and after a vendor or a product type, is a range of an index, in
  * order, with no sort step, and a page deep in it (the 1,001st, unfiltered) reads what the first
  * does. Every other filter is served by an index too: no page scans the whole table.
  */
@@ -44,17 +46,37 @@ function summary(plan: PlanNode) {
   };
 }
 
-describe('GET /bikes at 50,000 bikes: every page a range of an index', () => {
+type Explained = { 'QUERY PLAN': { Plan: PlanNode }[] };
+
+describe.each(['unnamed', 'prepared'])('GET /bikes at 50,000 bikes, %s: every page a range of an index', (how) => {
   let db: Client;
   let plans: PlanNode[];
-  /** Runs each statement, and keeps its plan, read by EXPLAIN (ANALYZE, BUFFERS) with the same values. */
-  const explaining = async <Row extends QueryResultRow>(text: string, values: unknown[]): Promise<QueryResult<Row>> => {
-    const explained = await db.query<{ 'QUERY PLAN': { Plan: PlanNode }[] }>(
-      `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ${text}`,
-      values,
+  /** A value as SQL writes it, for EXECUTE, which takes no parameters of its own. */
+  const literal = (value: unknown) =>
+    value === null ? 'NULL' : typeof value === 'string' ? db.escapeLiteral(value) : String(value);
+  /**
+   * Runs each statement, and keeps its plan, read by EXPLAIN (ANALYZE, BUFFERS) with the same
+   * values: sent as it is, or, for a statement the service may prepare (`name`), prepared and run
+   * six times first, after which PostgreSQL has chosen between one plan for every value and one
+   * for each, then explained as it is executed.
+   */
+  const explaining = async <Row extends QueryResultRow>(
+    text: string,
+    values: unknown[],
+    name?: string,
+  ): Promise<QueryResult<Row>> => {
+    if (how === 'unnamed' || name === undefined) {
+      const explained = await db.query<Explained>(`EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ${text}`, values);
+      plans.push(explained.rows[0]['QUERY PLAN'][0].Plan);
+      return db.query<Row>(text, values);
+    }
+    for (let i = 0; i < 6; i++) await db.query({ name, text, values });
+    const args = values.length > 0 ? `(${values.map(literal).join(', ')})` : '';
+    const explained = await db.query<Explained>(
+      `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) EXECUTE ${db.escapeIdentifier(name)}${args}`,
     );
     plans.push(explained.rows[0]['QUERY PLAN'][0].Plan);
-    return db.query<Row>(text, values);
+    return db.query<Row>({ name, text, values });
   };
 
   beforeAll(async () => {
@@ -73,7 +95,7 @@ describe('GET /bikes at 50,000 bikes: every page a range of an index', () => {
       [VENDORS, TYPES],
     );
     await db.query('ANALYZE bikes');
-  }, 120_000);
+  });
   afterAll(() => db.end());
 
   /** The plan of the first page, and of the page after `skip` bikes (read 240 at a time to get there). */
@@ -83,7 +105,7 @@ describe('GET /bikes at 50,000 bikes: every page a range of an index', () => {
     const first = summary(plans[0]);
     let after: PageKey | undefined;
     for (let skipped = 0; skipped < skip; skipped += 240) {
-      after = (await readPage(db.query.bind(db), { sort, filters, after, limit: 240 })).next;
+      after = (await readPage((text, values) => db.query(text, values), { sort, filters, after, limit: 240 })).next;
       if (!after) throw new Error(`fewer than ${skip} bikes for ${sort} ${JSON.stringify(filters)}`);
     }
     plans = [];

@@ -18,7 +18,7 @@ describe('two service processes on one database', () => {
     const token = await issueToken(instances[0].baseUrl);
     // A token from one instance is good on the other: they share the secret.
     apis = instances.map((instance) => client(instance.baseUrl, token));
-  }, 60_000);
+  });
   afterAll(async () => {
     for (const instance of instances ?? []) instance.child.kill('SIGTERM');
     await Promise.all((instances ?? []).map((instance) => instance.exited));

@@ -1,25 +1,33 @@
 import { randomUUID } from 'node:crypto';
-import type { Bike, BikeFields } from '../../src/bikes/bike';
+import type * as yup from 'yup';
+import { type Bike, bike, type BikeFields, bikeFields } from '../../src/bikes/bike';
+import { describe as describeSchema, exampleOf } from '../../src/http/schema';
 
-/** The eight fields a client sets, in the order responses list them. */
-export const CLIENT_FIELDS = [
-  'title',
-  'productType',
-  'createdAt',
-  'description',
-  'vendor',
-  'availableForSale',
-  'totalInventory',
-  'priceRange',
-] as const;
+/** A schema's keys at every level, in its order: each object's with their own, each leaf's with its type. */
+export interface Shape {
+  [key: string]: Shape | string;
+}
 
-/** The ten fields of a bike in a response, in their order. */
-export const BIKE_KEYS = ['id', 'handle', ...CLIENT_FIELDS];
+/** The shape of a schema of the definition (src/bikes/bike.ts): a field added there is in it at once. */
+export function shapeOf(schema: yup.Schema): Shape {
+  const shape = (fields: Record<string, ReturnType<typeof describeSchema>>): Shape =>
+    Object.fromEntries(
+      Object.entries(fields).map(([key, field]) => [key, field.fields ? shape(field.fields) : field.type]),
+    );
+  return shape(describeSchema(schema).fields ?? {});
+}
 
-/** A valid bike body whose title is unique to this call. */
+/** The fields a client sets, in the order responses list them. */
+export const CLIENT_FIELDS = Object.keys(shapeOf(bikeFields)) as (keyof BikeFields)[];
+
+/** The fields of a bike in a response, in their order. */
+export const BIKE_KEYS = Object.keys(shapeOf(bike));
+
+/** A valid bike body whose title is unique to this call; a field it does not name has its definition's example. */
 export function newBike(overrides: Partial<BikeFields> = {}): BikeFields {
   const tag = randomUUID().slice(0, 8);
   return {
+    ...exampleOf(bikeFields),
     title: `Hybrid Bicycle ${tag}`,
     productType: 'Hybrid',
     createdAt: '2024-03-01T10:00:00Z',

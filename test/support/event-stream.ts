@@ -28,6 +28,8 @@ export interface EventStream extends EventStreamText {
   text(): string;
   /** Settles once the server has ended the answer, or the connection is gone. */
   ended: Promise<void>;
+  /** Once ended: whether the server ended the answer (its last chunk came), rather than the connection being cut. */
+  whole(): boolean;
   /** Closes the connection, as a client that leaves. */
   close(): void;
 }
@@ -86,6 +88,7 @@ export function openEventStream(
         retries: reader.retries,
         text: () => received,
         ended: new Promise((done) => res.once('close', () => done())),
+        whole: () => res.complete,
         close: () => req.destroy(),
       };
       res.on('data', (chunk: string) => {

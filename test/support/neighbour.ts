@@ -30,28 +30,45 @@ function nodeNobodyCanRun(): string {
 
 /**
  * What another local user could run: a server on 127.0.0.1:<port> that answers every startup
- * message with an authentication request (the password in clear, or SCRAM-SHA-256) and reports
- * each byte it hears. Run as `nobody`; it takes the port as soon as the port is free.
+ * message as `answers` says (see ANSWERS) and reports each connection and each byte it hears.
+ * Run as `nobody`; it takes the port as soon as the port is free.
  */
 const SCRIPT = `
 const net = require('node:net');
-const [port, asks] = process.argv.slice(1);
-const message = (code, body) => {
-  const head = Buffer.alloc(9);
-  head.write('R');
-  head.writeInt32BE(8 + body.length, 1);
-  head.writeInt32BE(code, 5);
+const [port, answers] = process.argv.slice(1);
+const message = (type, body) => {
+  const head = Buffer.alloc(5);
+  head.write(type);
+  head.writeInt32BE(4 + body.length, 1);
   return Buffer.concat([head, body]);
 };
-const request = asks === 'cleartext' ? message(3, Buffer.alloc(0)) : message(10, Buffer.from('SCRAM-SHA-256\\0\\0'));
+const authentication = (code, rest = '') => {
+  const body = Buffer.alloc(4 + rest.length);
+  body.writeInt32BE(code);
+  body.write(rest, 4, 'latin1');
+  return message('R', body);
+};
+const answer = {
+  cleartext: authentication(3),
+  scram: authentication(10, 'SCRAM-SHA-256\\0\\0'),
+  gss: authentication(7),
+  sspi: authentication(9),
+  'sasl-unknown': authentication(10, 'X-UNKNOWN\\0\\0'),
+  // An authentication request with no code: pg reads past the end of what it was given.
+  garbage: Buffer.from([0x52, 0, 0, 0, 4]),
+  error: message('E', Buffer.from('SFATAL\\0C28000\\0Mgo away\\0\\0', 'latin1')),
+  ready: message('Z', Buffer.from('I')),
+}[answers];
 let connections = 0;
 const server = net.createServer((socket) => {
   const id = connections++;
   let asked = false;
+  process.stdout.write(id + ' \\n');
   socket.on('error', () => undefined);
+  if (answers === 'close') socket.destroy();
   socket.on('data', (chunk) => {
     process.stdout.write(id + ' ' + chunk.toString('hex') + '\\n');
-    if (!asked) socket.write(request);
+    if (!asked && answer) socket.write(answer);
     asked = true;
   });
 });
@@ -60,13 +77,33 @@ server.on('error', () => setTimeout(listen, 50));
 listen();
 `;
 
+/**
+ * How a neighbour answers the startup message: asking for the password in clear, or for
+ * SCRAM-SHA-256, as a server would; asking for what pg does not know (GSSAPI, 7; SSPI, 9; a SASL
+ * mechanism other than SCRAM-SHA-256), or for nothing it can read; an error; "ready" without
+ * asking to authenticate at all; closing the connection at once; or never answering.
+ */
+export const ANSWERS = [
+  'cleartext',
+  'scram',
+  'gss',
+  'sspi',
+  'sasl-unknown',
+  'garbage',
+  'error',
+  'ready',
+  'close',
+  'silent',
+] as const;
+export type Answers = (typeof ANSWERS)[number];
+
 export interface Neighbour {
   /** Stops it; what each connection sent it, in order. */
   stop(): Promise<Buffer[]>;
 }
 
-export async function neighbourListeningOn(port: number, asks: 'cleartext' | 'scram'): Promise<Neighbour> {
-  const child = spawn(nodeNobodyCanRun(), ['-e', SCRIPT, String(port), asks], {
+export async function neighbourListeningOn(port: number, answers: Answers): Promise<Neighbour> {
+  const child = spawn(nodeNobodyCanRun(), ['-e', SCRIPT, String(port), answers], {
     uid: NOBODY,
     gid: NOBODY,
     cwd: '/',
@@ -88,7 +125,7 @@ export async function neighbourListeningOn(port: number, asks: 'cleartext' | 'sc
     }
   });
   const exited = new Promise((resolve) => child.once('exit', resolve));
-  await waitFor(`a neighbour listening on port ${port}`, () => (listening ? true : undefined), 10_000);
+  await waitFor(`a neighbour listening on port ${port}`, () => (listening ? true : undefined));
   return {
     async stop() {
       child.kill('SIGKILL');
@@ -98,7 +135,11 @@ export async function neighbourListeningOn(port: number, asks: 'cleartext' | 'sc
   };
 }
 
-/** Whether `bytes` is one startup message (protocol 3.0) and nothing else: all a client says before it authenticates. */
-export function isStartupMessageOnly(bytes: Buffer): boolean {
+/**
+ * Whether `bytes` is at most one startup message (protocol 3.0): all a client says before it
+ * authenticates. Nothing at all, for a connection the neighbour closed before it read.
+ */
+export function isAtMostTheStartupMessage(bytes: Buffer): boolean {
+  if (bytes.length === 0) return true;
   return bytes.length >= 8 && bytes.readInt32BE(0) === bytes.length && bytes.readInt32BE(4) === 196608;
 }

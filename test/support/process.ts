@@ -1,6 +1,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import net from 'node:net';
 import path from 'node:path';
+import { PATIENCE_MS } from './wait';
 
 const ROOT = path.join(__dirname, '..', '..');
 
@@ -56,15 +57,15 @@ export async function launchService(
   return { child, baseUrl: `http://127.0.0.1:${port}`, output: () => output, errors: () => errors, exited };
 }
 
-/** launchService, then waits until the service answers HTTP. */
+/** launchService, then waits until the service answers HTTP (for PATIENCE_MS at most). */
 export async function spawnService(
   env: Record<string, string>,
-  { timeoutMs = 20_000, root = ROOT }: { timeoutMs?: number; root?: string } = {},
+  { root = ROOT }: { root?: string } = {},
 ): Promise<ServiceProcess> {
   const service = await launchService(env, { root });
   const { child, baseUrl, output, exited } = service;
 
-  const deadline = Date.now() + timeoutMs;
+  const deadline = Date.now() + PATIENCE_MS;
   let exitedEarly = false;
   void exited.then(() => (exitedEarly = true));
   for (;;) {
@@ -75,7 +76,7 @@ export async function spawnService(
     } catch {
       if (Date.now() > deadline) {
         child.kill('SIGKILL');
-        throw new Error(`service did not answer within ${timeoutMs} ms:\n${output()}`);
+        throw new Error(`service did not answer within ${PATIENCE_MS} ms:\n${output()}`);
       }
       await new Promise((resolve) => setTimeout(resolve, 100));
     }

@@ -22,5 +22,5 @@ export async function pruneUntilPast(db: Client, olderThan: string, position: Lo
     );
     return rows[0].passed || undefined;
   };
-  await waitFor('pruning to pass the change', passed, 30_000, 200);
+  await waitFor('pruning to pass the change', passed, { everyMs: 200 });
 }

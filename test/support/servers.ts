@@ -58,6 +58,25 @@ async function answers(url: string): Promise<true | undefined> {
   }
 }
 
+/** The processes a PostgreSQL server started (its backends and helpers). */
+function backendsOf(child: ChildProcess): number[] {
+  if (child.pid === undefined) return [];
+  const listed = spawnSync('pgrep', ['-P', String(child.pid)], { encoding: 'utf8' }).stdout;
+  return listed.split('\n').filter(Boolean).map(Number);
+}
+
+/** Whether process `pid` has ended (gone, or a zombie no one has reaped yet). */
+function exited(pid: number): boolean {
+  try {
+    return fs
+      .readFileSync(`/proc/${pid}/stat`, 'utf8')
+      .replace(/^.*\) /s, '')
+      .startsWith('Z');
+  } catch {
+    return true;
+  }
+}
+
 async function stopped(child: ChildProcess, signal: NodeJS.Signals): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) return;
   const exited = new Promise((resolve) => child.once('exit', resolve));
@@ -113,7 +132,7 @@ export async function startPgBouncer(url: string): Promise<Bouncer> {
   let child: ChildProcess;
   const start = async () => {
     child = spawnServer(PGBOUNCER, [path.join(dir, 'pgbouncer.ini')]);
-    await waitFor('PgBouncer', () => answers(bouncerUrl.toString()), 30_000);
+    await waitFor('PgBouncer', () => answers(bouncerUrl.toString()));
   };
   await start();
   const stop = async () => {
@@ -153,16 +172,19 @@ function postgres15(dir: string, port: number, readOnly: boolean): Postgres15 {
     url,
     async start() {
       child = spawnServer(path.join(POSTGRES_15, 'postgres'), ['-D', dir, '-p', String(port)]);
-      await waitFor(readOnly ? 'the replica' : 'the primary', () => answers(url('postgres')), 30_000);
+      await waitFor(readOnly ? 'the replica' : 'the primary', () => answers(url('postgres')));
     },
     async stop(how = 'fast') {
-      if (child) await stopped(child, how === 'kill' ? 'SIGKILL' : 'SIGINT');
-      if (how === 'kill') await new Promise((resolve) => setTimeout(resolve, 200)); // its backends go too
+      if (!child) return;
+      const backends = backendsOf(child);
+      await stopped(child, how === 'kill' ? 'SIGKILL' : 'SIGINT');
+      // A killed server's backends see it gone and exit in a moment; a start before that finds
+      // them still holding its shared memory.
+      await waitFor("the stopped server's backends to exit", () => backends.every(exited) || undefined);
     },
     signalAll(how) {
       if (!child?.pid) return;
-      const backends = spawnSync('pgrep', ['-P', String(child.pid)], { encoding: 'utf8' }).stdout;
-      for (const pid of [child.pid, ...backends.split('\n').filter(Boolean).map(Number)]) {
+      for (const pid of [child.pid, ...backendsOf(child)]) {
         process.kill(pid, how === 'hang' ? 'SIGSTOP' : 'SIGCONT');
       }
     },

@@ -2,14 +2,18 @@ import net from 'node:net';
 
 /**
  * A TCP proxy in front of PostgreSQL that reads what clients send (the protocol's messages: a
- * type byte and a length) and keeps the text of every statement they parse or send simply, so a
- * test can count the statements a request cost, as pg_stat_statements would.
+ * type byte and a length) and keeps the text of every statement they run, sent simply or bound
+ * (a statement prepared by name is parsed once and bound each time it runs), so a test can count
+ * the statements a request cost, as pg_stat_statements would; and every statement parsed, with
+ * the name it was prepared under ('' unnamed).
  */
 export interface StatementCounter {
   /** A connection string like `url`, through the proxy. */
   url: string;
-  /** Every statement's text sent since `reset`, in order. */
+  /** Every statement's text run since `reset`, in order. */
   statements(): string[];
+  /** Every statement parsed since `reset`, with its name. */
+  parsed(): { name: string; text: string }[];
   reset(): void;
   close(): Promise<void>;
 }
@@ -17,12 +21,20 @@ export interface StatementCounter {
 export async function countStatements(url: string): Promise<StatementCounter> {
   const target = new URL(url);
   let seen: string[] = [];
+  let parsed: { name: string; text: string }[] = [];
   const sockets = new Set<net.Socket>();
   const server = net.createServer((client) => {
     const upstream = net.connect(Number(target.port), target.hostname);
     sockets.add(client).add(upstream);
     let buffered = Buffer.alloc(0);
     let started = false;
+    /** This connection's statements by name, as parsed. */
+    const prepared = new Map<string, string>();
+    /** The C string at `at` in `message`, and where the next field starts. */
+    const cString = (message: Buffer, at: number) => {
+      const end = message.indexOf(0, at);
+      return { value: message.toString('utf8', at, end), next: end + 1 };
+    };
     client.on('data', (chunk: Buffer) => {
       buffered = Buffer.concat([buffered, chunk]);
       for (;;) {
@@ -39,9 +51,18 @@ export async function countStatements(url: string): Promise<StatementCounter> {
           continue;
         }
         const type = String.fromCharCode(message[0]);
-        // Parse: name, then the text; Query: the text.
-        if (type === 'P')
-          seen.push(message.toString('utf8', message.indexOf(0, 5) + 1, message.indexOf(0, message.indexOf(0, 5) + 1)));
+        if (type === 'P') {
+          // Parse: the statement's name, then its text.
+          const name = cString(message, 5);
+          const text = cString(message, name.next).value;
+          prepared.set(name.value, text);
+          parsed.push({ name: name.value, text });
+        }
+        if (type === 'B') {
+          // Bind: the portal's name, then the statement's.
+          const name = cString(message, cString(message, 5).next).value;
+          seen.push(prepared.get(name) ?? `(unknown statement ${name})`);
+        }
         if (type === 'Q') seen.push(message.toString('utf8', 5, length - 1));
       }
       upstream.write(chunk);
@@ -63,7 +84,11 @@ export async function countStatements(url: string): Promise<StatementCounter> {
   return {
     url: proxied.toString(),
     statements: () => [...seen],
-    reset: () => (seen = []),
+    parsed: () => [...parsed],
+    reset: () => {
+      seen = [];
+      parsed = [];
+    },
     async close() {
       for (const socket of sockets) socket.destroy();
       await new Promise((resolve) => server.close(resolve));

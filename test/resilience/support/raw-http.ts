@@ -1,4 +1,5 @@
 import net from 'node:net';
+import { PATIENCE_MS } from '../../support/wait';
 
 /**
  * HTTP/1.1 over a plain TCP socket, so that what a test sends reaches the server byte for byte:
@@ -120,7 +121,7 @@ export class RawConnection {
 
   constructor(
     private readonly port: number,
-    private readonly timeoutMs = 15_000,
+    private readonly timeoutMs = PATIENCE_MS,
   ) {}
 
   private async connect(): Promise<net.Socket> {
