@@ -5,6 +5,7 @@ import path from 'node:path';
 import { promisify } from 'node:util';
 import { type EmbeddedPostgres, startEmbeddedPostgres } from '../src/postgres/embedded-postgres';
 import { CLIENT, codeBlock, newProject, npmEnv } from './client/project';
+import { type Relay, relayTo } from './support/exchanges';
 import { startTestService, type TestService } from './support/service';
 import { tempDataDir } from './support/temp-dir';
 import { waitFor } from './support/wait';
@@ -40,19 +41,24 @@ describe("the README's examples", () => {
   const dataDir = tempDataDir('readme');
   let postgres: EmbeddedPostgres;
   let svc: TestService;
+  let relay: Relay;
   let outputs: string[];
 
   beforeAll(async () => {
     postgres = await startEmbeddedPostgres({ dataDir, ephemeral: true });
     svc = await startTestService({ databaseUrl: postgres.adminUrl });
+    // The examples' answers (curl's, the client's) pass through this process, to be judged against
+    // /openapi.json like any test's.
+    relay = await relayTo(svc.baseUrl);
     const script = BLOCKS.map((block, i) => `echo "@@example ${i}"\n${block}`).join('\n');
     const { stdout } = await promisify(execFile)('bash', [
       '-c',
-      PRELUDE + script.replaceAll('http://localhost:3000', svc.baseUrl),
+      PRELUDE + script.replaceAll('http://localhost:3000', relay.baseUrl),
     ]);
     outputs = stdout.split(/@@example \d+\n/).slice(1);
   });
   afterAll(async () => {
+    await relay?.close();
     await svc?.stop();
     await postgres?.stop();
     fs.rmSync(dataDir, { recursive: true, force: true });
@@ -115,7 +121,7 @@ describe("the README's examples", () => {
     const project = newProject(home, 'shop');
     const install = codeBlock(README_FILE, section, 'sh').replace('/path/to/bike-catalog/client', CLIENT);
     await promisify(execFile)('bash', ['-c', install], { cwd: project, env: npmEnv() });
-    const script = codeBlock(README_FILE, section, 'js').replaceAll('http://localhost:3000', svc.baseUrl);
+    const script = codeBlock(README_FILE, section, 'js').replaceAll('http://localhost:3000', relay.baseUrl);
     fs.writeFileSync(path.join(project, 'example.mjs'), script);
 
     const child = spawn(process.execPath, ['example.mjs'], { cwd: project, stdio: ['ignore', 'pipe', 'pipe'] });

@@ -453,6 +453,125 @@ interface paths {
         patch?: never;
         trace?: never;
     };
+    "/healthz": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Whether the process is up */
+        get: operations["liveness"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/readyz": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Whether the database is usable */
+        get: operations["readiness"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/metrics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The service's metrics, in Prometheus's text format */
+        get: operations["metrics"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/openapi.json": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** This document */
+        get: operations["openApiDocument"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/docs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** This document, as a page (Swagger UI) */
+        get: operations["docsPage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/docs/swagger-initializer.js": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The page's script */
+        get: operations["docsPageScript"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/docs/{asset}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A file of the page's */
+        get: operations["docsPageAsset"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 interface components {
     schemas: {
@@ -615,13 +734,15 @@ interface operations {
             header?: {
                 /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
                 "X-Request-Id"?: string;
-                /** @description On a read: the ETag of the copy you have; 304, with no body, while it is current. On a write: `*`, write only if there is no such bike (on PUT: create only); or tags, write only if the bike is in none of their states. Otherwise 412. */
-                "If-None-Match"?: string;
                 /**
                  * @description A list; an element `primary` reads from the primary database, to see your own writes at once. Other values are ignored.
                  * @example primary
                  */
                 "X-Read-From"?: string;
+                /** @description On a read: the ETag of the copy you have; 304, with no body, while it is current. On a write: `*`, write only if there is no such bike (on PUT: create only); or tags, write only if the bike is in none of their states. Otherwise 412. */
+                "If-None-Match"?: string;
+                /** @description Write only if the bike is in this state: its strong ETag, from a read or a write (a list of them, or `*` for any state). Compared strongly: a weak tag never matches. Otherwise 412 and nothing changes. */
+                "If-Match"?: string;
             };
             path?: never;
             cookie?: never;
@@ -632,13 +753,13 @@ interface operations {
             200: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
-                    /** @description This representation's ETag: strong for a bike (one state of it: send it in If-Match), weak for a list. A compressed answer's strong tag ends in its coding (`-gzip"`, `-br"`) and stands for the same state. */
-                    ETag?: string;
+                    "X-Request-Id": string;
                     /** @description `no-cache`: revalidate before using a stored copy; `no-store` on the change feed: keep none. */
                     "Cache-Control"?: string;
                     /** @description Only while the primary cannot be reached and a replica answers: `as-of=<ISO time of the newest commit the replica has>; age=<seconds since>`, or `unknown`. The answer may miss later writes. */
                     "X-Stale"?: string;
+                    /** @description This representation's ETag: strong for a bike (one state of it: send it in If-Match), weak for a list. A compressed answer's strong tag ends in its coding (`-gzip"`, `-br"`) and stands for the same state. */
+                    ETag?: string;
                     /** @description The point of the change feed (GET /bikes/changes) this answer is consistent with: follow the feed with it as `since` and you miss and repeat nothing. Opaque. */
                     "Catalog-Cursor"?: string;
                     /** @description While another page follows, its address: `</bikes?...&cursor=...>; rel="next"` (RFC 8288). Absent on the last page. */
@@ -678,7 +799,7 @@ interface operations {
             304: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description This representation's ETag: strong for a bike (one state of it: send it in If-Match), weak for a list. A compressed answer's strong tag ends in its coding (`-gzip"`, `-br"`) and stands for the same state. */
                     ETag?: string;
                     /** @description `no-cache`: revalidate before using a stored copy; `no-store` on the change feed: keep none. */
@@ -687,7 +808,7 @@ interface operations {
                 };
                 content?: never;
             };
-            /** @description A parameter that is not valid (`X-Invalid-Field` names it), a price range without `currency`, a parameter the route does not know, or a cursor of another sort or other filters, or not of this service. */
+            /** @description A parameter that is not valid (`X-Invalid-Field` names it), a price range without `currency`, a parameter the route does not know, or a cursor of another sort or other filters, or not of this service. Before any route: a request that cannot be read safely (two Host lines, a Transfer-Encoding that does not end in chunked, a request line or header node cannot parse); the connection closes. */
             400: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
@@ -704,6 +825,39 @@ interface operations {
                     "text/plain": string;
                 };
             };
+            /** @description The request line and headers took over 10 s, or the whole request over 30 s; the connection closes. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A precondition failed (If-Match names another state of the bike, or none; If-None-Match: * and the bike exists, or it names the state the bike is in). Nothing changed. */
+            412: {
+                headers: {
+                    /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example Precondition Failed */
+                    "text/plain": string;
+                };
+            };
+            /** @description Before any route: chunk extensions over the parser's limit; the connection closes. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description An Expect other than `100-continue`: it cannot be met. */
+            417: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description The request headers are larger than 256 KB; the connection closes. */
             431: {
                 headers: {
@@ -715,9 +869,9 @@ interface operations {
             503: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description Seconds to wait before trying again. */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -733,13 +887,15 @@ interface operations {
             header?: {
                 /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
                 "X-Request-Id"?: string;
-                /** @description On a read: the ETag of the copy you have; 304, with no body, while it is current. On a write: `*`, write only if there is no such bike (on PUT: create only); or tags, write only if the bike is in none of their states. Otherwise 412. */
-                "If-None-Match"?: string;
                 /**
                  * @description A list; an element `primary` reads from the primary database, to see your own writes at once. Other values are ignored.
                  * @example primary
                  */
                 "X-Read-From"?: string;
+                /** @description On a read: the ETag of the copy you have; 304, with no body, while it is current. On a write: `*`, write only if there is no such bike (on PUT: create only); or tags, write only if the bike is in none of their states. Otherwise 412. */
+                "If-None-Match"?: string;
+                /** @description Write only if the bike is in this state: its strong ETag, from a read or a write (a list of them, or `*` for any state). Compared strongly: a weak tag never matches. Otherwise 412 and nothing changes. */
+                "If-Match"?: string;
             };
             path?: never;
             cookie?: never;
@@ -750,13 +906,13 @@ interface operations {
             200: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
-                    /** @description This representation's ETag: strong for a bike (one state of it: send it in If-Match), weak for a list. A compressed answer's strong tag ends in its coding (`-gzip"`, `-br"`) and stands for the same state. */
-                    ETag?: string;
+                    "X-Request-Id": string;
                     /** @description `no-cache`: revalidate before using a stored copy; `no-store` on the change feed: keep none. */
                     "Cache-Control"?: string;
                     /** @description Only while the primary cannot be reached and a replica answers: `as-of=<ISO time of the newest commit the replica has>; age=<seconds since>`, or `unknown`. The answer may miss later writes. */
                     "X-Stale"?: string;
+                    /** @description This representation's ETag: strong for a bike (one state of it: send it in If-Match), weak for a list. A compressed answer's strong tag ends in its coding (`-gzip"`, `-br"`) and stands for the same state. */
+                    ETag?: string;
                     /** @description The point of the change feed (GET /bikes/changes) this answer is consistent with: follow the feed with it as `since` and you miss and repeat nothing. Opaque. */
                     "Catalog-Cursor"?: string;
                     [name: string]: unknown;
@@ -794,7 +950,7 @@ interface operations {
             304: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description This representation's ETag: strong for a bike (one state of it: send it in If-Match), weak for a list. A compressed answer's strong tag ends in its coding (`-gzip"`, `-br"`) and stands for the same state. */
                     ETag?: string;
                     /** @description `no-cache`: revalidate before using a stored copy; `no-store` on the change feed: keep none. */
@@ -803,13 +959,63 @@ interface operations {
                 };
                 content?: never;
             };
+            /** @description The request failed validation. Before any route: a request that cannot be read safely (two Host lines, a Transfer-Encoding that does not end in chunked, a request line or header node cannot parse); the connection closes. */
+            400: {
+                headers: {
+                    /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
+                    "X-Request-Id"?: string;
+                    /**
+                     * @description The first field that failed, in the order of its schema: its dotted path in the body as sent (`priceRange.minPrice.amount`), or the name of the query parameter (`query`) or request header (`idempotency-key`). Absent when the body fails as a whole: malformed JSON, not an object, a media type or charset that cannot be read, or a value the database refuses.
+                     * @example priceRange.minPrice.amount
+                     */
+                    "X-Invalid-Field"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example Bad Request */
+                    "text/plain": string;
+                };
+            };
+            /** @description The request line and headers took over 10 s, or the whole request over 30 s; the connection closes. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A precondition failed (If-Match names another state of the bike, or none; If-None-Match: * and the bike exists, or it names the state the bike is in). Nothing changed. */
+            412: {
+                headers: {
+                    /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example Precondition Failed */
+                    "text/plain": string;
+                };
+            };
+            /** @description Before any route: chunk extensions over the parser's limit; the connection closes. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description An Expect other than `100-continue`: it cannot be met. */
+            417: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description Over an abuse limit of this client (tokens or writes per minute, lists at once); retry after Retry-After seconds. */
             429: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description Seconds to wait before trying again. */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -828,9 +1034,9 @@ interface operations {
             503: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description Seconds to wait before trying again. */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -857,8 +1063,6 @@ interface operations {
             header?: {
                 /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
                 "X-Request-Id"?: string;
-                /** @description On a read: the ETag of the copy you have; 304, with no body, while it is current. On a write: `*`, write only if there is no such bike (on PUT: create only); or tags, write only if the bike is in none of their states. Otherwise 412. */
-                "If-None-Match"?: string;
                 /**
                  * @description A list; an element `primary` reads from the primary database, to see your own writes at once. Other values are ignored.
                  * @example primary
@@ -876,9 +1080,7 @@ interface operations {
             200: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
-                    /** @description This representation's ETag: strong for a bike (one state of it: send it in If-Match), weak for a list. A compressed answer's strong tag ends in its coding (`-gzip"`, `-br"`) and stands for the same state. */
-                    ETag?: string;
+                    "X-Request-Id": string;
                     /** @description `no-cache`: revalidate before using a stored copy; `no-store` on the change feed: keep none. */
                     "Cache-Control"?: string;
                     /** @description Only while the primary cannot be reached and a replica answers: `as-of=<ISO time of the newest commit the replica has>; age=<seconds since>`, or `unknown`. The answer may miss later writes. */
@@ -932,20 +1134,7 @@ interface operations {
                     "text/event-stream": string;
                 };
             };
-            /** @description Not Modified: the If-None-Match ETag is still current; no body. */
-            304: {
-                headers: {
-                    /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
-                    /** @description This representation's ETag: strong for a bike (one state of it: send it in If-Match), weak for a list. A compressed answer's strong tag ends in its coding (`-gzip"`, `-br"`) and stands for the same state. */
-                    ETag?: string;
-                    /** @description `no-cache`: revalidate before using a stored copy; `no-store` on the change feed: keep none. */
-                    "Cache-Control"?: string;
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-            /** @description `since` or `Last-Event-ID` is not a cursor of this service (tampered, or of a sort of page), or `limit` is not 1 to 1000. */
+            /** @description `since` or `Last-Event-ID` is not a cursor of this service (tampered, or of a sort of page), or `limit` is not 1 to 1000. Before any route: a request that cannot be read safely (two Host lines, a Transfer-Encoding that does not end in chunked, a request line or header node cannot parse); the connection closes. */
             400: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
@@ -962,11 +1151,18 @@ interface operations {
                     "text/plain": string;
                 };
             };
+            /** @description The request line and headers took over 10 s, or the whole request over 30 s; the connection closes. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description The cursor is older than the changes kept, or of another history of the catalog: list again. */
             410: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -974,13 +1170,27 @@ interface operations {
                     "text/plain": string;
                 };
             };
+            /** @description Before any route: chunk extensions over the parser's limit; the connection closes. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description An Expect other than `100-continue`: it cannot be met. */
+            417: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description This client has as many event streams open on this instance as it may; retry after Retry-After seconds. */
             429: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description Seconds to wait before trying again. */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -999,9 +1209,9 @@ interface operations {
             503: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description Seconds to wait before trying again. */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1017,13 +1227,15 @@ interface operations {
             header?: {
                 /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
                 "X-Request-Id"?: string;
-                /** @description On a read: the ETag of the copy you have; 304, with no body, while it is current. On a write: `*`, write only if there is no such bike (on PUT: create only); or tags, write only if the bike is in none of their states. Otherwise 412. */
-                "If-None-Match"?: string;
                 /**
                  * @description A list; an element `primary` reads from the primary database, to see your own writes at once. Other values are ignored.
                  * @example primary
                  */
                 "X-Read-From"?: string;
+                /** @description On a read: the ETag of the copy you have; 304, with no body, while it is current. On a write: `*`, write only if there is no such bike (on PUT: create only); or tags, write only if the bike is in none of their states. Otherwise 412. */
+                "If-None-Match"?: string;
+                /** @description Write only if the bike is in this state: its strong ETag, from a read or a write (a list of them, or `*` for any state). Compared strongly: a weak tag never matches. Otherwise 412 and nothing changes. */
+                "If-Match"?: string;
             };
             path: {
                 /**
@@ -1040,13 +1252,13 @@ interface operations {
             200: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
-                    /** @description This representation's ETag: strong for a bike (one state of it: send it in If-Match), weak for a list. A compressed answer's strong tag ends in its coding (`-gzip"`, `-br"`) and stands for the same state. */
-                    ETag?: string;
+                    "X-Request-Id": string;
                     /** @description `no-cache`: revalidate before using a stored copy; `no-store` on the change feed: keep none. */
                     "Cache-Control"?: string;
                     /** @description Only while the primary cannot be reached and a replica answers: `as-of=<ISO time of the newest commit the replica has>; age=<seconds since>`, or `unknown`. The answer may miss later writes. */
                     "X-Stale"?: string;
+                    /** @description This representation's ETag: strong for a bike (one state of it: send it in If-Match), weak for a list. A compressed answer's strong tag ends in its coding (`-gzip"`, `-br"`) and stands for the same state. */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1080,7 +1292,7 @@ interface operations {
             304: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description This representation's ETag: strong for a bike (one state of it: send it in If-Match), weak for a list. A compressed answer's strong tag ends in its coding (`-gzip"`, `-br"`) and stands for the same state. */
                     ETag?: string;
                     /** @description `no-cache`: revalidate before using a stored copy; `no-store` on the change feed: keep none. */
@@ -1089,17 +1301,67 @@ interface operations {
                 };
                 content?: never;
             };
+            /** @description The request failed validation. Before any route: a request that cannot be read safely (two Host lines, a Transfer-Encoding that does not end in chunked, a request line or header node cannot parse); the connection closes. */
+            400: {
+                headers: {
+                    /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
+                    "X-Request-Id"?: string;
+                    /**
+                     * @description The first field that failed, in the order of its schema: its dotted path in the body as sent (`priceRange.minPrice.amount`), or the name of the query parameter (`query`) or request header (`idempotency-key`). Absent when the body fails as a whole: malformed JSON, not an object, a media type or charset that cannot be read, or a value the database refuses.
+                     * @example priceRange.minPrice.amount
+                     */
+                    "X-Invalid-Field"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example Bad Request */
+                    "text/plain": string;
+                };
+            };
             /** @description No such bike (a path id that is not a UUID names no bike). */
             404: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     [name: string]: unknown;
                 };
                 content: {
                     /** @example Not Found */
                     "text/plain": string;
                 };
+            };
+            /** @description The request line and headers took over 10 s, or the whole request over 30 s; the connection closes. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A precondition failed (If-Match names another state of the bike, or none; If-None-Match: * and the bike exists, or it names the state the bike is in). Nothing changed. */
+            412: {
+                headers: {
+                    /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example Precondition Failed */
+                    "text/plain": string;
+                };
+            };
+            /** @description Before any route: chunk extensions over the parser's limit; the connection closes. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description An Expect other than `100-continue`: it cannot be met. */
+            417: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description The request headers are larger than 256 KB; the connection closes. */
             431: {
@@ -1112,9 +1374,9 @@ interface operations {
             503: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description Seconds to wait before trying again. */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1178,13 +1440,13 @@ interface operations {
             200: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description This representation's ETag: strong for a bike (one state of it: send it in If-Match), weak for a list. A compressed answer's strong tag ends in its coding (`-gzip"`, `-br"`) and stands for the same state. */
                     ETag?: string;
                     /** @description The limit: `"<name>";q=<requests>;w=<seconds>` (`tokens` or `writes`, per client). */
-                    "RateLimit-Policy"?: string;
+                    "RateLimit-Policy": string;
                     /** @description What is left of it: `"<name>";r=<requests left>;t=<seconds until the window ends>`. */
-                    RateLimit?: string;
+                    RateLimit: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1214,17 +1476,20 @@ interface operations {
                     "application/json": components["schemas"]["Bike"];
                 };
             };
+            /** @description Before any route: a request that cannot be read safely (two Host lines, a Transfer-Encoding that does not end in chunked, a request line or header node cannot parse); the connection closes. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description No bearer token: the Authorization header is missing or has no second element. */
             401: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
-                    /** @description The limit: `"<name>";q=<requests>;w=<seconds>` (`tokens` or `writes`, per client). */
-                    "RateLimit-Policy"?: string;
-                    /** @description What is left of it: `"<name>";r=<requests left>;t=<seconds until the window ends>`. */
-                    RateLimit?: string;
+                    "X-Request-Id": string;
                     /** @description The challenge: a bearer token, from `POST /api/user`. */
-                    "WWW-Authenticate"?: "Bearer realm=\"bike-catalog\"";
+                    "WWW-Authenticate": "Bearer realm=\"bike-catalog\"";
                     [name: string]: unknown;
                 };
                 content: {
@@ -1236,11 +1501,7 @@ interface operations {
             403: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
-                    /** @description The limit: `"<name>";q=<requests>;w=<seconds>` (`tokens` or `writes`, per client). */
-                    "RateLimit-Policy"?: string;
-                    /** @description What is left of it: `"<name>";r=<requests left>;t=<seconds until the window ends>`. */
-                    RateLimit?: string;
+                    "X-Request-Id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1252,7 +1513,7 @@ interface operations {
             404: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description The limit: `"<name>";q=<requests>;w=<seconds>` (`tokens` or `writes`, per client). */
                     "RateLimit-Policy"?: string;
                     /** @description What is left of it: `"<name>";r=<requests left>;t=<seconds until the window ends>`. */
@@ -1264,15 +1525,22 @@ interface operations {
                     "text/plain": string;
                 };
             };
+            /** @description The request line and headers took over 10 s, or the whole request over 30 s; the connection closes. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description A precondition failed (If-Match names another state of the bike, or none; If-None-Match: * and the bike exists, or it names the state the bike is in). Nothing changed. */
             412: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description The limit: `"<name>";q=<requests>;w=<seconds>` (`tokens` or `writes`, per client). */
-                    "RateLimit-Policy"?: string;
+                    "RateLimit-Policy": string;
                     /** @description What is left of it: `"<name>";r=<requests left>;t=<seconds until the window ends>`. */
-                    RateLimit?: string;
+                    RateLimit: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1280,7 +1548,7 @@ interface operations {
                     "text/plain": string;
                 };
             };
-            /** @description The body is larger than 1 MB; nothing is stored. */
+            /** @description The body is larger than 1 MB; nothing is stored. Before any route: chunk extensions over the parser's limit; the connection closes. */
             413: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
@@ -1300,13 +1568,13 @@ interface operations {
             415: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description The limit: `"<name>";q=<requests>;w=<seconds>` (`tokens` or `writes`, per client). */
-                    "RateLimit-Policy"?: string;
+                    "RateLimit-Policy": string;
                     /** @description What is left of it: `"<name>";r=<requests left>;t=<seconds until the window ends>`. */
-                    RateLimit?: string;
+                    RateLimit: string;
                     /** @description The content codings a request body may be sent in. */
-                    "Accept-Encoding"?: "gzip, deflate, br";
+                    "Accept-Encoding": "gzip, deflate, br";
                     [name: string]: unknown;
                 };
                 content: {
@@ -1314,17 +1582,24 @@ interface operations {
                     "text/plain": string;
                 };
             };
+            /** @description An Expect other than `100-continue`: it cannot be met. */
+            417: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description Over an abuse limit of this client (tokens or writes per minute, lists at once); retry after Retry-After seconds. */
             429: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description The limit: `"<name>";q=<requests>;w=<seconds>` (`tokens` or `writes`, per client). */
-                    "RateLimit-Policy"?: string;
+                    "RateLimit-Policy": string;
                     /** @description What is left of it: `"<name>";r=<requests left>;t=<seconds until the window ends>`. */
-                    RateLimit?: string;
+                    RateLimit: string;
                     /** @description Seconds to wait before trying again. */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1343,13 +1618,13 @@ interface operations {
             503: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description The limit: `"<name>";q=<requests>;w=<seconds>` (`tokens` or `writes`, per client). */
                     "RateLimit-Policy"?: string;
                     /** @description What is left of it: `"<name>";r=<requests left>;t=<seconds until the window ends>`. */
                     RateLimit?: string;
                     /** @description Seconds to wait before trying again. */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1361,11 +1636,11 @@ interface operations {
             504: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description The limit: `"<name>";q=<requests>;w=<seconds>` (`tokens` or `writes`, per client). */
-                    "RateLimit-Policy"?: string;
+                    "RateLimit-Policy": string;
                     /** @description What is left of it: `"<name>";r=<requests left>;t=<seconds until the window ends>`. */
-                    RateLimit?: string;
+                    RateLimit: string;
                     /** @description `unknown`: the database stopped answering while the write ran, so it may or may not have been applied. Read the bike (its path is in `Content-Location`) to know; a retry is safe with the same Idempotency-Key (POST) or with If-Match (PUT, PATCH, DELETE). */
                     "Write-Outcome"?: "unknown";
                     /**
@@ -1408,11 +1683,11 @@ interface operations {
             200: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description The limit: `"<name>";q=<requests>;w=<seconds>` (`tokens` or `writes`, per client). */
-                    "RateLimit-Policy"?: string;
+                    "RateLimit-Policy": string;
                     /** @description What is left of it: `"<name>";r=<requests left>;t=<seconds until the window ends>`. */
-                    RateLimit?: string;
+                    RateLimit: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1424,8 +1699,8 @@ interface operations {
                     "application/json": components["schemas"]["DeletedBike"];
                 };
             };
-            /** @description No bearer token: the Authorization header is missing or has no second element. */
-            401: {
+            /** @description The request failed validation. Before any route: a request that cannot be read safely (two Host lines, a Transfer-Encoding that does not end in chunked, a request line or header node cannot parse); the connection closes. */
+            400: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
                     "X-Request-Id"?: string;
@@ -1433,8 +1708,25 @@ interface operations {
                     "RateLimit-Policy"?: string;
                     /** @description What is left of it: `"<name>";r=<requests left>;t=<seconds until the window ends>`. */
                     RateLimit?: string;
+                    /**
+                     * @description The first field that failed, in the order of its schema: its dotted path in the body as sent (`priceRange.minPrice.amount`), or the name of the query parameter (`query`) or request header (`idempotency-key`). Absent when the body fails as a whole: malformed JSON, not an object, a media type or charset that cannot be read, or a value the database refuses.
+                     * @example priceRange.minPrice.amount
+                     */
+                    "X-Invalid-Field"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example Bad Request */
+                    "text/plain": string;
+                };
+            };
+            /** @description No bearer token: the Authorization header is missing or has no second element. */
+            401: {
+                headers: {
+                    /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
+                    "X-Request-Id": string;
                     /** @description The challenge: a bearer token, from `POST /api/user`. */
-                    "WWW-Authenticate"?: "Bearer realm=\"bike-catalog\"";
+                    "WWW-Authenticate": "Bearer realm=\"bike-catalog\"";
                     [name: string]: unknown;
                 };
                 content: {
@@ -1446,11 +1738,7 @@ interface operations {
             403: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
-                    /** @description The limit: `"<name>";q=<requests>;w=<seconds>` (`tokens` or `writes`, per client). */
-                    "RateLimit-Policy"?: string;
-                    /** @description What is left of it: `"<name>";r=<requests left>;t=<seconds until the window ends>`. */
-                    RateLimit?: string;
+                    "X-Request-Id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1462,7 +1750,7 @@ interface operations {
             404: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description The limit: `"<name>";q=<requests>;w=<seconds>` (`tokens` or `writes`, per client). */
                     "RateLimit-Policy"?: string;
                     /** @description What is left of it: `"<name>";r=<requests left>;t=<seconds until the window ends>`. */
@@ -1474,15 +1762,22 @@ interface operations {
                     "text/plain": string;
                 };
             };
+            /** @description The request line and headers took over 10 s, or the whole request over 30 s; the connection closes. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description A precondition failed (If-Match names another state of the bike, or none; If-None-Match: * and the bike exists, or it names the state the bike is in). Nothing changed. */
             412: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description The limit: `"<name>";q=<requests>;w=<seconds>` (`tokens` or `writes`, per client). */
-                    "RateLimit-Policy"?: string;
+                    "RateLimit-Policy": string;
                     /** @description What is left of it: `"<name>";r=<requests left>;t=<seconds until the window ends>`. */
-                    RateLimit?: string;
+                    RateLimit: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1490,17 +1785,31 @@ interface operations {
                     "text/plain": string;
                 };
             };
+            /** @description Before any route: chunk extensions over the parser's limit; the connection closes. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description An Expect other than `100-continue`: it cannot be met. */
+            417: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description Over an abuse limit of this client (tokens or writes per minute, lists at once); retry after Retry-After seconds. */
             429: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description The limit: `"<name>";q=<requests>;w=<seconds>` (`tokens` or `writes`, per client). */
-                    "RateLimit-Policy"?: string;
+                    "RateLimit-Policy": string;
                     /** @description What is left of it: `"<name>";r=<requests left>;t=<seconds until the window ends>`. */
-                    RateLimit?: string;
+                    RateLimit: string;
                     /** @description Seconds to wait before trying again. */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1519,13 +1828,13 @@ interface operations {
             503: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description The limit: `"<name>";q=<requests>;w=<seconds>` (`tokens` or `writes`, per client). */
                     "RateLimit-Policy"?: string;
                     /** @description What is left of it: `"<name>";r=<requests left>;t=<seconds until the window ends>`. */
                     RateLimit?: string;
                     /** @description Seconds to wait before trying again. */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1537,11 +1846,11 @@ interface operations {
             504: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description The limit: `"<name>";q=<requests>;w=<seconds>` (`tokens` or `writes`, per client). */
-                    "RateLimit-Policy"?: string;
+                    "RateLimit-Policy": string;
                     /** @description What is left of it: `"<name>";r=<requests left>;t=<seconds until the window ends>`. */
-                    RateLimit?: string;
+                    RateLimit: string;
                     /** @description `unknown`: the database stopped answering while the write ran, so it may or may not have been applied. Read the bike (its path is in `Content-Location`) to know; a retry is safe with the same Idempotency-Key (POST) or with If-Match (PUT, PATCH, DELETE). */
                     "Write-Outcome"?: "unknown";
                     /**
@@ -1596,13 +1905,13 @@ interface operations {
             200: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description This representation's ETag: strong for a bike (one state of it: send it in If-Match), weak for a list. A compressed answer's strong tag ends in its coding (`-gzip"`, `-br"`) and stands for the same state. */
                     ETag?: string;
                     /** @description The limit: `"<name>";q=<requests>;w=<seconds>` (`tokens` or `writes`, per client). */
-                    "RateLimit-Policy"?: string;
+                    "RateLimit-Policy": string;
                     /** @description What is left of it: `"<name>";r=<requests left>;t=<seconds until the window ends>`. */
-                    RateLimit?: string;
+                    RateLimit: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1632,7 +1941,7 @@ interface operations {
                     "application/json": components["schemas"]["Bike"];
                 };
             };
-            /** @description A field has the wrong type, or the JSON is malformed. Nothing changes. */
+            /** @description A field has the wrong type, or the JSON is malformed. Nothing changes. Before any route: a request that cannot be read safely (two Host lines, a Transfer-Encoding that does not end in chunked, a request line or header node cannot parse); the connection closes. */
             400: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
@@ -1657,13 +1966,9 @@ interface operations {
             401: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
-                    /** @description The limit: `"<name>";q=<requests>;w=<seconds>` (`tokens` or `writes`, per client). */
-                    "RateLimit-Policy"?: string;
-                    /** @description What is left of it: `"<name>";r=<requests left>;t=<seconds until the window ends>`. */
-                    RateLimit?: string;
+                    "X-Request-Id": string;
                     /** @description The challenge: a bearer token, from `POST /api/user`. */
-                    "WWW-Authenticate"?: "Bearer realm=\"bike-catalog\"";
+                    "WWW-Authenticate": "Bearer realm=\"bike-catalog\"";
                     [name: string]: unknown;
                 };
                 content: {
@@ -1675,11 +1980,7 @@ interface operations {
             403: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
-                    /** @description The limit: `"<name>";q=<requests>;w=<seconds>` (`tokens` or `writes`, per client). */
-                    "RateLimit-Policy"?: string;
-                    /** @description What is left of it: `"<name>";r=<requests left>;t=<seconds until the window ends>`. */
-                    RateLimit?: string;
+                    "X-Request-Id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1691,7 +1992,7 @@ interface operations {
             404: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description The limit: `"<name>";q=<requests>;w=<seconds>` (`tokens` or `writes`, per client). */
                     "RateLimit-Policy"?: string;
                     /** @description What is left of it: `"<name>";r=<requests left>;t=<seconds until the window ends>`. */
@@ -1703,15 +2004,22 @@ interface operations {
                     "text/plain": string;
                 };
             };
+            /** @description The request line and headers took over 10 s, or the whole request over 30 s; the connection closes. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description A precondition failed (If-Match names another state of the bike, or none; If-None-Match: * and the bike exists, or it names the state the bike is in). Nothing changed. */
             412: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description The limit: `"<name>";q=<requests>;w=<seconds>` (`tokens` or `writes`, per client). */
-                    "RateLimit-Policy"?: string;
+                    "RateLimit-Policy": string;
                     /** @description What is left of it: `"<name>";r=<requests left>;t=<seconds until the window ends>`. */
-                    RateLimit?: string;
+                    RateLimit: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1719,7 +2027,7 @@ interface operations {
                     "text/plain": string;
                 };
             };
-            /** @description The body is larger than 1 MB; nothing is stored. */
+            /** @description The body is larger than 1 MB; nothing is stored. Before any route: chunk extensions over the parser's limit; the connection closes. */
             413: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
@@ -1739,13 +2047,13 @@ interface operations {
             415: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description The limit: `"<name>";q=<requests>;w=<seconds>` (`tokens` or `writes`, per client). */
-                    "RateLimit-Policy"?: string;
+                    "RateLimit-Policy": string;
                     /** @description What is left of it: `"<name>";r=<requests left>;t=<seconds until the window ends>`. */
-                    RateLimit?: string;
+                    RateLimit: string;
                     /** @description The content codings a request body may be sent in. */
-                    "Accept-Encoding"?: "gzip, deflate, br";
+                    "Accept-Encoding": "gzip, deflate, br";
                     [name: string]: unknown;
                 };
                 content: {
@@ -1753,17 +2061,24 @@ interface operations {
                     "text/plain": string;
                 };
             };
+            /** @description An Expect other than `100-continue`: it cannot be met. */
+            417: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description Over an abuse limit of this client (tokens or writes per minute, lists at once); retry after Retry-After seconds. */
             429: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description The limit: `"<name>";q=<requests>;w=<seconds>` (`tokens` or `writes`, per client). */
-                    "RateLimit-Policy"?: string;
+                    "RateLimit-Policy": string;
                     /** @description What is left of it: `"<name>";r=<requests left>;t=<seconds until the window ends>`. */
-                    RateLimit?: string;
+                    RateLimit: string;
                     /** @description Seconds to wait before trying again. */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1782,13 +2097,13 @@ interface operations {
             503: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description The limit: `"<name>";q=<requests>;w=<seconds>` (`tokens` or `writes`, per client). */
                     "RateLimit-Policy"?: string;
                     /** @description What is left of it: `"<name>";r=<requests left>;t=<seconds until the window ends>`. */
                     RateLimit?: string;
                     /** @description Seconds to wait before trying again. */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1800,11 +2115,11 @@ interface operations {
             504: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description The limit: `"<name>";q=<requests>;w=<seconds>` (`tokens` or `writes`, per client). */
-                    "RateLimit-Policy"?: string;
+                    "RateLimit-Policy": string;
                     /** @description What is left of it: `"<name>";r=<requests left>;t=<seconds until the window ends>`. */
-                    RateLimit?: string;
+                    RateLimit: string;
                     /** @description `unknown`: the database stopped answering while the write ran, so it may or may not have been applied. Read the bike (its path is in `Content-Location`) to know; a retry is safe with the same Idempotency-Key (POST) or with If-Match (PUT, PATCH, DELETE). */
                     "Write-Outcome"?: "unknown";
                     /**
@@ -1827,13 +2142,15 @@ interface operations {
             header?: {
                 /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
                 "X-Request-Id"?: string;
-                /** @description On a read: the ETag of the copy you have; 304, with no body, while it is current. On a write: `*`, write only if there is no such bike (on PUT: create only); or tags, write only if the bike is in none of their states. Otherwise 412. */
-                "If-None-Match"?: string;
                 /**
                  * @description A list; an element `primary` reads from the primary database, to see your own writes at once. Other values are ignored.
                  * @example primary
                  */
                 "X-Read-From"?: string;
+                /** @description On a read: the ETag of the copy you have; 304, with no body, while it is current. On a write: `*`, write only if there is no such bike (on PUT: create only); or tags, write only if the bike is in none of their states. Otherwise 412. */
+                "If-None-Match"?: string;
+                /** @description Write only if the bike is in this state: its strong ETag, from a read or a write (a list of them, or `*` for any state). Compared strongly: a weak tag never matches. Otherwise 412 and nothing changes. */
+                "If-Match"?: string;
             };
             path: {
                 /**
@@ -1850,13 +2167,13 @@ interface operations {
             200: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
-                    /** @description This representation's ETag: strong for a bike (one state of it: send it in If-Match), weak for a list. A compressed answer's strong tag ends in its coding (`-gzip"`, `-br"`) and stands for the same state. */
-                    ETag?: string;
+                    "X-Request-Id": string;
                     /** @description `no-cache`: revalidate before using a stored copy; `no-store` on the change feed: keep none. */
                     "Cache-Control"?: string;
                     /** @description Only while the primary cannot be reached and a replica answers: `as-of=<ISO time of the newest commit the replica has>; age=<seconds since>`, or `unknown`. The answer may miss later writes. */
                     "X-Stale"?: string;
+                    /** @description This representation's ETag: strong for a bike (one state of it: send it in If-Match), weak for a list. A compressed answer's strong tag ends in its coding (`-gzip"`, `-br"`) and stands for the same state. */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1890,7 +2207,7 @@ interface operations {
             304: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description This representation's ETag: strong for a bike (one state of it: send it in If-Match), weak for a list. A compressed answer's strong tag ends in its coding (`-gzip"`, `-br"`) and stands for the same state. */
                     ETag?: string;
                     /** @description `no-cache`: revalidate before using a stored copy; `no-store` on the change feed: keep none. */
@@ -1899,17 +2216,67 @@ interface operations {
                 };
                 content?: never;
             };
+            /** @description The request failed validation. Before any route: a request that cannot be read safely (two Host lines, a Transfer-Encoding that does not end in chunked, a request line or header node cannot parse); the connection closes. */
+            400: {
+                headers: {
+                    /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
+                    "X-Request-Id"?: string;
+                    /**
+                     * @description The first field that failed, in the order of its schema: its dotted path in the body as sent (`priceRange.minPrice.amount`), or the name of the query parameter (`query`) or request header (`idempotency-key`). Absent when the body fails as a whole: malformed JSON, not an object, a media type or charset that cannot be read, or a value the database refuses.
+                     * @example priceRange.minPrice.amount
+                     */
+                    "X-Invalid-Field"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example Bad Request */
+                    "text/plain": string;
+                };
+            };
             /** @description No such bike (a path id that is not a UUID names no bike). */
             404: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     [name: string]: unknown;
                 };
                 content: {
                     /** @example Not Found */
                     "text/plain": string;
                 };
+            };
+            /** @description The request line and headers took over 10 s, or the whole request over 30 s; the connection closes. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A precondition failed (If-Match names another state of the bike, or none; If-None-Match: * and the bike exists, or it names the state the bike is in). Nothing changed. */
+            412: {
+                headers: {
+                    /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example Precondition Failed */
+                    "text/plain": string;
+                };
+            };
+            /** @description Before any route: chunk extensions over the parser's limit; the connection closes. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description An Expect other than `100-continue`: it cannot be met. */
+            417: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description The request headers are larger than 256 KB; the connection closes. */
             431: {
@@ -1922,9 +2289,9 @@ interface operations {
             503: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description Seconds to wait before trying again. */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1946,13 +2313,15 @@ interface operations {
             header?: {
                 /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
                 "X-Request-Id"?: string;
-                /** @description On a read: the ETag of the copy you have; 304, with no body, while it is current. On a write: `*`, write only if there is no such bike (on PUT: create only); or tags, write only if the bike is in none of their states. Otherwise 412. */
-                "If-None-Match"?: string;
                 /**
                  * @description A list; an element `primary` reads from the primary database, to see your own writes at once. Other values are ignored.
                  * @example primary
                  */
                 "X-Read-From"?: string;
+                /** @description On a read: the ETag of the copy you have; 304, with no body, while it is current. On a write: `*`, write only if there is no such bike (on PUT: create only); or tags, write only if the bike is in none of their states. Otherwise 412. */
+                "If-None-Match"?: string;
+                /** @description Write only if the bike is in this state: its strong ETag, from a read or a write (a list of them, or `*` for any state). Compared strongly: a weak tag never matches. Otherwise 412 and nothing changes. */
+                "If-Match"?: string;
             };
             path?: never;
             cookie?: never;
@@ -1963,13 +2332,13 @@ interface operations {
             200: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
-                    /** @description This representation's ETag: strong for a bike (one state of it: send it in If-Match), weak for a list. A compressed answer's strong tag ends in its coding (`-gzip"`, `-br"`) and stands for the same state. */
-                    ETag?: string;
+                    "X-Request-Id": string;
                     /** @description `no-cache`: revalidate before using a stored copy; `no-store` on the change feed: keep none. */
                     "Cache-Control"?: string;
                     /** @description Only while the primary cannot be reached and a replica answers: `as-of=<ISO time of the newest commit the replica has>; age=<seconds since>`, or `unknown`. The answer may miss later writes. */
                     "X-Stale"?: string;
+                    /** @description This representation's ETag: strong for a bike (one state of it: send it in If-Match), weak for a list. A compressed answer's strong tag ends in its coding (`-gzip"`, `-br"`) and stands for the same state. */
+                    ETag?: string;
                     /** @description The point of the change feed (GET /bikes/changes) this answer is consistent with: follow the feed with it as `since` and you miss and repeat nothing. Opaque. */
                     "Catalog-Cursor"?: string;
                     [name: string]: unknown;
@@ -2007,7 +2376,7 @@ interface operations {
             304: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description This representation's ETag: strong for a bike (one state of it: send it in If-Match), weak for a list. A compressed answer's strong tag ends in its coding (`-gzip"`, `-br"`) and stands for the same state. */
                     ETag?: string;
                     /** @description `no-cache`: revalidate before using a stored copy; `no-store` on the change feed: keep none. */
@@ -2016,7 +2385,7 @@ interface operations {
                 };
                 content?: never;
             };
-            /** @description A failed search: `query` given more than once, or containing U+0000. */
+            /** @description A failed search: `query` given more than once, or containing U+0000. Before any route: a request that cannot be read safely (two Host lines, a Transfer-Encoding that does not end in chunked, a request line or header node cannot parse); the connection closes. */
             400: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
@@ -2033,13 +2402,46 @@ interface operations {
                     "text/plain": string;
                 };
             };
+            /** @description The request line and headers took over 10 s, or the whole request over 30 s; the connection closes. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A precondition failed (If-Match names another state of the bike, or none; If-None-Match: * and the bike exists, or it names the state the bike is in). Nothing changed. */
+            412: {
+                headers: {
+                    /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example Precondition Failed */
+                    "text/plain": string;
+                };
+            };
+            /** @description Before any route: chunk extensions over the parser's limit; the connection closes. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description An Expect other than `100-continue`: it cannot be met. */
+            417: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description Over an abuse limit of this client (tokens or writes per minute, lists at once); retry after Retry-After seconds. */
             429: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description Seconds to wait before trying again. */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2058,9 +2460,9 @@ interface operations {
             503: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description Seconds to wait before trying again. */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2117,13 +2519,13 @@ interface operations {
             200: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description This representation's ETag: strong for a bike (one state of it: send it in If-Match), weak for a list. A compressed answer's strong tag ends in its coding (`-gzip"`, `-br"`) and stands for the same state. */
                     ETag?: string;
                     /** @description The limit: `"<name>";q=<requests>;w=<seconds>` (`tokens` or `writes`, per client). */
-                    "RateLimit-Policy"?: string;
+                    "RateLimit-Policy": string;
                     /** @description What is left of it: `"<name>";r=<requests left>;t=<seconds until the window ends>`. */
-                    RateLimit?: string;
+                    RateLimit: string;
                     /** @description `true` on an answer given again for an Idempotency-Key seen before (nothing was created). */
                     "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
@@ -2155,7 +2557,7 @@ interface operations {
                     "application/json": components["schemas"]["Bike"];
                 };
             };
-            /** @description No body, malformed JSON, a body that fails validation, or an Idempotency-Key that is not one. */
+            /** @description No body, malformed JSON, a body that fails validation, or an Idempotency-Key that is not one. Before any route: a request that cannot be read safely (two Host lines, a Transfer-Encoding that does not end in chunked, a request line or header node cannot parse); the connection closes. */
             400: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
@@ -2180,13 +2582,9 @@ interface operations {
             401: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
-                    /** @description The limit: `"<name>";q=<requests>;w=<seconds>` (`tokens` or `writes`, per client). */
-                    "RateLimit-Policy"?: string;
-                    /** @description What is left of it: `"<name>";r=<requests left>;t=<seconds until the window ends>`. */
-                    RateLimit?: string;
+                    "X-Request-Id": string;
                     /** @description The challenge: a bearer token, from `POST /api/user`. */
-                    "WWW-Authenticate"?: "Bearer realm=\"bike-catalog\"";
+                    "WWW-Authenticate": "Bearer realm=\"bike-catalog\"";
                     [name: string]: unknown;
                 };
                 content: {
@@ -2198,11 +2596,7 @@ interface operations {
             403: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
-                    /** @description The limit: `"<name>";q=<requests>;w=<seconds>` (`tokens` or `writes`, per client). */
-                    "RateLimit-Policy"?: string;
-                    /** @description What is left of it: `"<name>";r=<requests left>;t=<seconds until the window ends>`. */
-                    RateLimit?: string;
+                    "X-Request-Id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2210,17 +2604,24 @@ interface operations {
                     "text/plain": string;
                 };
             };
+            /** @description The request line and headers took over 10 s, or the whole request over 30 s; the connection closes. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description A request with this Idempotency-Key is still running; retry later. */
             409: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description The limit: `"<name>";q=<requests>;w=<seconds>` (`tokens` or `writes`, per client). */
-                    "RateLimit-Policy"?: string;
+                    "RateLimit-Policy": string;
                     /** @description What is left of it: `"<name>";r=<requests left>;t=<seconds until the window ends>`. */
-                    RateLimit?: string;
+                    RateLimit: string;
                     /** @description Seconds to wait before trying again. */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2228,7 +2629,7 @@ interface operations {
                     "text/plain": string;
                 };
             };
-            /** @description The body is larger than 1 MB; nothing is stored. */
+            /** @description The body is larger than 1 MB; nothing is stored. Before any route: chunk extensions over the parser's limit; the connection closes. */
             413: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
@@ -2248,13 +2649,13 @@ interface operations {
             415: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description The limit: `"<name>";q=<requests>;w=<seconds>` (`tokens` or `writes`, per client). */
-                    "RateLimit-Policy"?: string;
+                    "RateLimit-Policy": string;
                     /** @description What is left of it: `"<name>";r=<requests left>;t=<seconds until the window ends>`. */
-                    RateLimit?: string;
+                    RateLimit: string;
                     /** @description The content codings a request body may be sent in. */
-                    "Accept-Encoding"?: "gzip, deflate, br";
+                    "Accept-Encoding": "gzip, deflate, br";
                     [name: string]: unknown;
                 };
                 content: {
@@ -2262,15 +2663,22 @@ interface operations {
                     "text/plain": string;
                 };
             };
+            /** @description An Expect other than `100-continue`: it cannot be met. */
+            417: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description This Idempotency-Key was used with other fields. */
             422: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description The limit: `"<name>";q=<requests>;w=<seconds>` (`tokens` or `writes`, per client). */
-                    "RateLimit-Policy"?: string;
+                    "RateLimit-Policy": string;
                     /** @description What is left of it: `"<name>";r=<requests left>;t=<seconds until the window ends>`. */
-                    RateLimit?: string;
+                    RateLimit: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2282,13 +2690,13 @@ interface operations {
             429: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description The limit: `"<name>";q=<requests>;w=<seconds>` (`tokens` or `writes`, per client). */
-                    "RateLimit-Policy"?: string;
+                    "RateLimit-Policy": string;
                     /** @description What is left of it: `"<name>";r=<requests left>;t=<seconds until the window ends>`. */
-                    RateLimit?: string;
+                    RateLimit: string;
                     /** @description Seconds to wait before trying again. */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2307,13 +2715,13 @@ interface operations {
             503: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description The limit: `"<name>";q=<requests>;w=<seconds>` (`tokens` or `writes`, per client). */
                     "RateLimit-Policy"?: string;
                     /** @description What is left of it: `"<name>";r=<requests left>;t=<seconds until the window ends>`. */
                     RateLimit?: string;
                     /** @description Seconds to wait before trying again. */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2325,11 +2733,11 @@ interface operations {
             504: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description The limit: `"<name>";q=<requests>;w=<seconds>` (`tokens` or `writes`, per client). */
-                    "RateLimit-Policy"?: string;
+                    "RateLimit-Policy": string;
                     /** @description What is left of it: `"<name>";r=<requests left>;t=<seconds until the window ends>`. */
-                    RateLimit?: string;
+                    RateLimit: string;
                     /** @description `unknown`: the database stopped answering while the write ran, so it may or may not have been applied. Read the bike (its path is in `Content-Location`) to know; a retry is safe with the same Idempotency-Key (POST) or with If-Match (PUT, PATCH, DELETE). */
                     "Write-Outcome"?: "unknown";
                     /**
@@ -2373,11 +2781,11 @@ interface operations {
             200: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description The limit: `"<name>";q=<requests>;w=<seconds>` (`tokens` or `writes`, per client). */
-                    "RateLimit-Policy"?: string;
+                    "RateLimit-Policy": string;
                     /** @description What is left of it: `"<name>";r=<requests left>;t=<seconds until the window ends>`. */
-                    RateLimit?: string;
+                    RateLimit: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2389,7 +2797,7 @@ interface operations {
                     "application/json": components["schemas"]["Token"];
                 };
             };
-            /** @description `username` is present but not a string, or the JSON is malformed. */
+            /** @description `username` is present but not a string, or the JSON is malformed. Before any route: a request that cannot be read safely (two Host lines, a Transfer-Encoding that does not end in chunked, a request line or header node cannot parse); the connection closes. */
             400: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
@@ -2414,11 +2822,11 @@ interface operations {
             403: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description The limit: `"<name>";q=<requests>;w=<seconds>` (`tokens` or `writes`, per client). */
-                    "RateLimit-Policy"?: string;
+                    "RateLimit-Policy": string;
                     /** @description What is left of it: `"<name>";r=<requests left>;t=<seconds until the window ends>`. */
-                    RateLimit?: string;
+                    RateLimit: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2426,7 +2834,14 @@ interface operations {
                     "text/plain": string;
                 };
             };
-            /** @description The body is larger than 1 MB; nothing is stored. */
+            /** @description The request line and headers took over 10 s, or the whole request over 30 s; the connection closes. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The body is larger than 1 MB; nothing is stored. Before any route: chunk extensions over the parser's limit; the connection closes. */
             413: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
@@ -2446,13 +2861,13 @@ interface operations {
             415: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description The limit: `"<name>";q=<requests>;w=<seconds>` (`tokens` or `writes`, per client). */
-                    "RateLimit-Policy"?: string;
+                    "RateLimit-Policy": string;
                     /** @description What is left of it: `"<name>";r=<requests left>;t=<seconds until the window ends>`. */
-                    RateLimit?: string;
+                    RateLimit: string;
                     /** @description The content codings a request body may be sent in. */
-                    "Accept-Encoding"?: "gzip, deflate, br";
+                    "Accept-Encoding": "gzip, deflate, br";
                     [name: string]: unknown;
                 };
                 content: {
@@ -2460,23 +2875,476 @@ interface operations {
                     "text/plain": string;
                 };
             };
+            /** @description An Expect other than `100-continue`: it cannot be met. */
+            417: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description Over an abuse limit of this client (tokens or writes per minute, lists at once); retry after Retry-After seconds. */
             429: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description The limit: `"<name>";q=<requests>;w=<seconds>` (`tokens` or `writes`, per client). */
-                    "RateLimit-Policy"?: string;
+                    "RateLimit-Policy": string;
                     /** @description What is left of it: `"<name>";r=<requests left>;t=<seconds until the window ends>`. */
-                    RateLimit?: string;
+                    RateLimit: string;
                     /** @description Seconds to wait before trying again. */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
                     /** @example Too Many Requests */
                     "text/plain": string;
                 };
+            };
+            /** @description The request headers are larger than 256 KB; the connection closes. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    liveness: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description `OK` */
+            200: {
+                headers: {
+                    /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
+                    "X-Request-Id": string;
+                    /** @description `no-cache`: revalidate before using a stored copy; `no-store` on the change feed: keep none. */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description Before any route: a request that cannot be read safely (two Host lines, a Transfer-Encoding that does not end in chunked, a request line or header node cannot parse); the connection closes. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request line and headers took over 10 s, or the whole request over 30 s; the connection closes. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Before any route: chunk extensions over the parser's limit; the connection closes. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description An Expect other than `100-continue`: it cannot be met. */
+            417: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request headers are larger than 256 KB; the connection closes. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    readiness: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description `OK` */
+            200: {
+                headers: {
+                    /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
+                    "X-Request-Id": string;
+                    /** @description `no-cache`: revalidate before using a stored copy; `no-store` on the change feed: keep none. */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description Before any route: a request that cannot be read safely (two Host lines, a Transfer-Encoding that does not end in chunked, a request line or header node cannot parse); the connection closes. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request line and headers took over 10 s, or the whole request over 30 s; the connection closes. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Before any route: chunk extensions over the parser's limit; the connection closes. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description An Expect other than `100-continue`: it cannot be met. */
+            417: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request headers are larger than 256 KB; the connection closes. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Not ready, and why. */
+            503: {
+                headers: {
+                    /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
+                    "X-Request-Id": string;
+                    /** @description `no-cache`: revalidate before using a stored copy; `no-store` on the change feed: keep none. */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+        };
+    };
+    metrics: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The metrics. */
+            200: {
+                headers: {
+                    /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
+                    "X-Request-Id": string;
+                    /** @description `no-cache`: revalidate before using a stored copy; `no-store` on the change feed: keep none. */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description Before any route: a request that cannot be read safely (two Host lines, a Transfer-Encoding that does not end in chunked, a request line or header node cannot parse); the connection closes. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description METRICS_PORT serves them on a port of their own. */
+            404: {
+                headers: {
+                    /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description The request line and headers took over 10 s, or the whole request over 30 s; the connection closes. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Before any route: chunk extensions over the parser's limit; the connection closes. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description An Expect other than `100-continue`: it cannot be met. */
+            417: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request headers are larger than 256 KB; the connection closes. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    openApiDocument: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The OpenAPI document. */
+            200: {
+                headers: {
+                    /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, never>;
+                };
+            };
+            /** @description Before any route: a request that cannot be read safely (two Host lines, a Transfer-Encoding that does not end in chunked, a request line or header node cannot parse); the connection closes. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request line and headers took over 10 s, or the whole request over 30 s; the connection closes. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Before any route: chunk extensions over the parser's limit; the connection closes. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description An Expect other than `100-continue`: it cannot be met. */
+            417: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request headers are larger than 256 KB; the connection closes. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    docsPage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The page. */
+            200: {
+                headers: {
+                    /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
+                    "X-Request-Id": string;
+                    /** @description What the page may load and run: only its own files. */
+                    "Content-Security-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description Before any route: a request that cannot be read safely (two Host lines, a Transfer-Encoding that does not end in chunked, a request line or header node cannot parse); the connection closes. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request line and headers took over 10 s, or the whole request over 30 s; the connection closes. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Before any route: chunk extensions over the parser's limit; the connection closes. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description An Expect other than `100-continue`: it cannot be met. */
+            417: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request headers are larger than 256 KB; the connection closes. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    docsPageScript: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The script. */
+            200: {
+                headers: {
+                    /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/javascript": string;
+                };
+            };
+            /** @description Before any route: a request that cannot be read safely (two Host lines, a Transfer-Encoding that does not end in chunked, a request line or header node cannot parse); the connection closes. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request line and headers took over 10 s, or the whole request over 30 s; the connection closes. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Before any route: chunk extensions over the parser's limit; the connection closes. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description An Expect other than `100-continue`: it cannot be met. */
+            417: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request headers are larger than 256 KB; the connection closes. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    docsPageAsset: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                asset: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The file, in its own media type (text/css, text/javascript, image/png). */
+            200: {
+                headers: {
+                    /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
+                    "X-Request-Id": string;
+                    /** @description `no-cache`: revalidate before using a stored copy; `no-store` on the change feed: keep none. */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "*/*": string;
+                };
+            };
+            /** @description Before any route: a request that cannot be read safely (two Host lines, a Transfer-Encoding that does not end in chunked, a request line or header node cannot parse); the connection closes. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description No such file of the page. */
+            404: {
+                headers: {
+                    /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description The request line and headers took over 10 s, or the whole request over 30 s; the connection closes. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Before any route: chunk extensions over the parser's limit; the connection closes. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description An Expect other than `100-continue`: it cannot be met. */
+            417: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description The request headers are larger than 256 KB; the connection closes. */
             431: {

@@ -170,6 +170,125 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/healthz": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Whether the process is up */
+        get: operations["liveness"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/readyz": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Whether the database is usable */
+        get: operations["readiness"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/metrics": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The service's metrics, in Prometheus's text format */
+        get: operations["metrics"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/openapi.json": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** This document */
+        get: operations["openApiDocument"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/docs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** This document, as a page (Swagger UI) */
+        get: operations["docsPage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/docs/swagger-initializer.js": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The page's script */
+        get: operations["docsPageScript"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/docs/{asset}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A file of the page's */
+        get: operations["docsPageAsset"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export type webhooks = Record<string, never>;
 export interface components {
@@ -334,13 +453,15 @@ export interface operations {
             header?: {
                 /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
                 "X-Request-Id"?: string;
-                /** @description On a read: the ETag of the copy you have; 304, with no body, while it is current. On a write: `*`, write only if there is no such bike (on PUT: create only); or tags, write only if the bike is in none of their states. Otherwise 412. */
-                "If-None-Match"?: string;
                 /**
                  * @description A list; an element `primary` reads from the primary database, to see your own writes at once. Other values are ignored.
                  * @example primary
                  */
                 "X-Read-From"?: string;
+                /** @description On a read: the ETag of the copy you have; 304, with no body, while it is current. On a write: `*`, write only if there is no such bike (on PUT: create only); or tags, write only if the bike is in none of their states. Otherwise 412. */
+                "If-None-Match"?: string;
+                /** @description Write only if the bike is in this state: its strong ETag, from a read or a write (a list of them, or `*` for any state). Compared strongly: a weak tag never matches. Otherwise 412 and nothing changes. */
+                "If-Match"?: string;
             };
             path?: never;
             cookie?: never;
@@ -351,13 +472,13 @@ export interface operations {
             200: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
-                    /** @description This representation's ETag: strong for a bike (one state of it: send it in If-Match), weak for a list. A compressed answer's strong tag ends in its coding (`-gzip"`, `-br"`) and stands for the same state. */
-                    ETag?: string;
+                    "X-Request-Id": string;
                     /** @description `no-cache`: revalidate before using a stored copy; `no-store` on the change feed: keep none. */
                     "Cache-Control"?: string;
                     /** @description Only while the primary cannot be reached and a replica answers: `as-of=<ISO time of the newest commit the replica has>; age=<seconds since>`, or `unknown`. The answer may miss later writes. */
                     "X-Stale"?: string;
+                    /** @description This representation's ETag: strong for a bike (one state of it: send it in If-Match), weak for a list. A compressed answer's strong tag ends in its coding (`-gzip"`, `-br"`) and stands for the same state. */
+                    ETag?: string;
                     /** @description The point of the change feed (GET /bikes/changes) this answer is consistent with: follow the feed with it as `since` and you miss and repeat nothing. Opaque. */
                     "Catalog-Cursor"?: string;
                     /** @description While another page follows, its address: `</bikes?...&cursor=...>; rel="next"` (RFC 8288). Absent on the last page. */
@@ -397,7 +518,7 @@ export interface operations {
             304: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description This representation's ETag: strong for a bike (one state of it: send it in If-Match), weak for a list. A compressed answer's strong tag ends in its coding (`-gzip"`, `-br"`) and stands for the same state. */
                     ETag?: string;
                     /** @description `no-cache`: revalidate before using a stored copy; `no-store` on the change feed: keep none. */
@@ -406,7 +527,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description A parameter that is not valid (`X-Invalid-Field` names it), a price range without `currency`, a parameter the route does not know, or a cursor of another sort or other filters, or not of this service. */
+            /** @description A parameter that is not valid (`X-Invalid-Field` names it), a price range without `currency`, a parameter the route does not know, or a cursor of another sort or other filters, or not of this service. Before any route: a request that cannot be read safely (two Host lines, a Transfer-Encoding that does not end in chunked, a request line or header node cannot parse); the connection closes. */
             400: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
@@ -423,6 +544,39 @@ export interface operations {
                     "text/plain": string;
                 };
             };
+            /** @description The request line and headers took over 10 s, or the whole request over 30 s; the connection closes. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A precondition failed (If-Match names another state of the bike, or none; If-None-Match: * and the bike exists, or it names the state the bike is in). Nothing changed. */
+            412: {
+                headers: {
+                    /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example Precondition Failed */
+                    "text/plain": string;
+                };
+            };
+            /** @description Before any route: chunk extensions over the parser's limit; the connection closes. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description An Expect other than `100-continue`: it cannot be met. */
+            417: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description The request headers are larger than 256 KB; the connection closes. */
             431: {
                 headers: {
@@ -434,9 +588,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description Seconds to wait before trying again. */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -452,13 +606,15 @@ export interface operations {
             header?: {
                 /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
                 "X-Request-Id"?: string;
-                /** @description On a read: the ETag of the copy you have; 304, with no body, while it is current. On a write: `*`, write only if there is no such bike (on PUT: create only); or tags, write only if the bike is in none of their states. Otherwise 412. */
-                "If-None-Match"?: string;
                 /**
                  * @description A list; an element `primary` reads from the primary database, to see your own writes at once. Other values are ignored.
                  * @example primary
                  */
                 "X-Read-From"?: string;
+                /** @description On a read: the ETag of the copy you have; 304, with no body, while it is current. On a write: `*`, write only if there is no such bike (on PUT: create only); or tags, write only if the bike is in none of their states. Otherwise 412. */
+                "If-None-Match"?: string;
+                /** @description Write only if the bike is in this state: its strong ETag, from a read or a write (a list of them, or `*` for any state). Compared strongly: a weak tag never matches. Otherwise 412 and nothing changes. */
+                "If-Match"?: string;
             };
             path?: never;
             cookie?: never;
@@ -469,13 +625,13 @@ export interface operations {
             200: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
-                    /** @description This representation's ETag: strong for a bike (one state of it: send it in If-Match), weak for a list. A compressed answer's strong tag ends in its coding (`-gzip"`, `-br"`) and stands for the same state. */
-                    ETag?: string;
+                    "X-Request-Id": string;
                     /** @description `no-cache`: revalidate before using a stored copy; `no-store` on the change feed: keep none. */
                     "Cache-Control"?: string;
                     /** @description Only while the primary cannot be reached and a replica answers: `as-of=<ISO time of the newest commit the replica has>; age=<seconds since>`, or `unknown`. The answer may miss later writes. */
                     "X-Stale"?: string;
+                    /** @description This representation's ETag: strong for a bike (one state of it: send it in If-Match), weak for a list. A compressed answer's strong tag ends in its coding (`-gzip"`, `-br"`) and stands for the same state. */
+                    ETag?: string;
                     /** @description The point of the change feed (GET /bikes/changes) this answer is consistent with: follow the feed with it as `since` and you miss and repeat nothing. Opaque. */
                     "Catalog-Cursor"?: string;
                     [name: string]: unknown;
@@ -513,7 +669,7 @@ export interface operations {
             304: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description This representation's ETag: strong for a bike (one state of it: send it in If-Match), weak for a list. A compressed answer's strong tag ends in its coding (`-gzip"`, `-br"`) and stands for the same state. */
                     ETag?: string;
                     /** @description `no-cache`: revalidate before using a stored copy; `no-store` on the change feed: keep none. */
@@ -522,13 +678,63 @@ export interface operations {
                 };
                 content?: never;
             };
+            /** @description The request failed validation. Before any route: a request that cannot be read safely (two Host lines, a Transfer-Encoding that does not end in chunked, a request line or header node cannot parse); the connection closes. */
+            400: {
+                headers: {
+                    /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
+                    "X-Request-Id"?: string;
+                    /**
+                     * @description The first field that failed, in the order of its schema: its dotted path in the body as sent (`priceRange.minPrice.amount`), or the name of the query parameter (`query`) or request header (`idempotency-key`). Absent when the body fails as a whole: malformed JSON, not an object, a media type or charset that cannot be read, or a value the database refuses.
+                     * @example priceRange.minPrice.amount
+                     */
+                    "X-Invalid-Field"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example Bad Request */
+                    "text/plain": string;
+                };
+            };
+            /** @description The request line and headers took over 10 s, or the whole request over 30 s; the connection closes. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A precondition failed (If-Match names another state of the bike, or none; If-None-Match: * and the bike exists, or it names the state the bike is in). Nothing changed. */
+            412: {
+                headers: {
+                    /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example Precondition Failed */
+                    "text/plain": string;
+                };
+            };
+            /** @description Before any route: chunk extensions over the parser's limit; the connection closes. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description An Expect other than `100-continue`: it cannot be met. */
+            417: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description Over an abuse limit of this client (tokens or writes per minute, lists at once); retry after Retry-After seconds. */
             429: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description Seconds to wait before trying again. */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -547,9 +753,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description Seconds to wait before trying again. */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -576,8 +782,6 @@ export interface operations {
             header?: {
                 /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
                 "X-Request-Id"?: string;
-                /** @description On a read: the ETag of the copy you have; 304, with no body, while it is current. On a write: `*`, write only if there is no such bike (on PUT: create only); or tags, write only if the bike is in none of their states. Otherwise 412. */
-                "If-None-Match"?: string;
                 /**
                  * @description A list; an element `primary` reads from the primary database, to see your own writes at once. Other values are ignored.
                  * @example primary
@@ -595,9 +799,7 @@ export interface operations {
             200: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
-                    /** @description This representation's ETag: strong for a bike (one state of it: send it in If-Match), weak for a list. A compressed answer's strong tag ends in its coding (`-gzip"`, `-br"`) and stands for the same state. */
-                    ETag?: string;
+                    "X-Request-Id": string;
                     /** @description `no-cache`: revalidate before using a stored copy; `no-store` on the change feed: keep none. */
                     "Cache-Control"?: string;
                     /** @description Only while the primary cannot be reached and a replica answers: `as-of=<ISO time of the newest commit the replica has>; age=<seconds since>`, or `unknown`. The answer may miss later writes. */
@@ -651,20 +853,7 @@ export interface operations {
                     "text/event-stream": string;
                 };
             };
-            /** @description Not Modified: the If-None-Match ETag is still current; no body. */
-            304: {
-                headers: {
-                    /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
-                    /** @description This representation's ETag: strong for a bike (one state of it: send it in If-Match), weak for a list. A compressed answer's strong tag ends in its coding (`-gzip"`, `-br"`) and stands for the same state. */
-                    ETag?: string;
-                    /** @description `no-cache`: revalidate before using a stored copy; `no-store` on the change feed: keep none. */
-                    "Cache-Control"?: string;
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-            /** @description `since` or `Last-Event-ID` is not a cursor of this service (tampered, or of a sort of page), or `limit` is not 1 to 1000. */
+            /** @description `since` or `Last-Event-ID` is not a cursor of this service (tampered, or of a sort of page), or `limit` is not 1 to 1000. Before any route: a request that cannot be read safely (two Host lines, a Transfer-Encoding that does not end in chunked, a request line or header node cannot parse); the connection closes. */
             400: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
@@ -681,11 +870,18 @@ export interface operations {
                     "text/plain": string;
                 };
             };
+            /** @description The request line and headers took over 10 s, or the whole request over 30 s; the connection closes. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description The cursor is older than the changes kept, or of another history of the catalog: list again. */
             410: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -693,13 +889,27 @@ export interface operations {
                     "text/plain": string;
                 };
             };
+            /** @description Before any route: chunk extensions over the parser's limit; the connection closes. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description An Expect other than `100-continue`: it cannot be met. */
+            417: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description This client has as many event streams open on this instance as it may; retry after Retry-After seconds. */
             429: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description Seconds to wait before trying again. */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -718,9 +928,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description Seconds to wait before trying again. */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -736,13 +946,15 @@ export interface operations {
             header?: {
                 /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
                 "X-Request-Id"?: string;
-                /** @description On a read: the ETag of the copy you have; 304, with no body, while it is current. On a write: `*`, write only if there is no such bike (on PUT: create only); or tags, write only if the bike is in none of their states. Otherwise 412. */
-                "If-None-Match"?: string;
                 /**
                  * @description A list; an element `primary` reads from the primary database, to see your own writes at once. Other values are ignored.
                  * @example primary
                  */
                 "X-Read-From"?: string;
+                /** @description On a read: the ETag of the copy you have; 304, with no body, while it is current. On a write: `*`, write only if there is no such bike (on PUT: create only); or tags, write only if the bike is in none of their states. Otherwise 412. */
+                "If-None-Match"?: string;
+                /** @description Write only if the bike is in this state: its strong ETag, from a read or a write (a list of them, or `*` for any state). Compared strongly: a weak tag never matches. Otherwise 412 and nothing changes. */
+                "If-Match"?: string;
             };
             path: {
                 /**
@@ -759,13 +971,13 @@ export interface operations {
             200: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
-                    /** @description This representation's ETag: strong for a bike (one state of it: send it in If-Match), weak for a list. A compressed answer's strong tag ends in its coding (`-gzip"`, `-br"`) and stands for the same state. */
-                    ETag?: string;
+                    "X-Request-Id": string;
                     /** @description `no-cache`: revalidate before using a stored copy; `no-store` on the change feed: keep none. */
                     "Cache-Control"?: string;
                     /** @description Only while the primary cannot be reached and a replica answers: `as-of=<ISO time of the newest commit the replica has>; age=<seconds since>`, or `unknown`. The answer may miss later writes. */
                     "X-Stale"?: string;
+                    /** @description This representation's ETag: strong for a bike (one state of it: send it in If-Match), weak for a list. A compressed answer's strong tag ends in its coding (`-gzip"`, `-br"`) and stands for the same state. */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -799,7 +1011,7 @@ export interface operations {
             304: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description This representation's ETag: strong for a bike (one state of it: send it in If-Match), weak for a list. A compressed answer's strong tag ends in its coding (`-gzip"`, `-br"`) and stands for the same state. */
                     ETag?: string;
                     /** @description `no-cache`: revalidate before using a stored copy; `no-store` on the change feed: keep none. */
@@ -808,17 +1020,67 @@ export interface operations {
                 };
                 content?: never;
             };
+            /** @description The request failed validation. Before any route: a request that cannot be read safely (two Host lines, a Transfer-Encoding that does not end in chunked, a request line or header node cannot parse); the connection closes. */
+            400: {
+                headers: {
+                    /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
+                    "X-Request-Id"?: string;
+                    /**
+                     * @description The first field that failed, in the order of its schema: its dotted path in the body as sent (`priceRange.minPrice.amount`), or the name of the query parameter (`query`) or request header (`idempotency-key`). Absent when the body fails as a whole: malformed JSON, not an object, a media type or charset that cannot be read, or a value the database refuses.
+                     * @example priceRange.minPrice.amount
+                     */
+                    "X-Invalid-Field"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example Bad Request */
+                    "text/plain": string;
+                };
+            };
             /** @description No such bike (a path id that is not a UUID names no bike). */
             404: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     [name: string]: unknown;
                 };
                 content: {
                     /** @example Not Found */
                     "text/plain": string;
                 };
+            };
+            /** @description The request line and headers took over 10 s, or the whole request over 30 s; the connection closes. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A precondition failed (If-Match names another state of the bike, or none; If-None-Match: * and the bike exists, or it names the state the bike is in). Nothing changed. */
+            412: {
+                headers: {
+                    /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example Precondition Failed */
+                    "text/plain": string;
+                };
+            };
+            /** @description Before any route: chunk extensions over the parser's limit; the connection closes. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description An Expect other than `100-continue`: it cannot be met. */
+            417: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description The request headers are larger than 256 KB; the connection closes. */
             431: {
@@ -831,9 +1093,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description Seconds to wait before trying again. */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -897,13 +1159,13 @@ export interface operations {
             200: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description This representation's ETag: strong for a bike (one state of it: send it in If-Match), weak for a list. A compressed answer's strong tag ends in its coding (`-gzip"`, `-br"`) and stands for the same state. */
                     ETag?: string;
                     /** @description The limit: `"<name>";q=<requests>;w=<seconds>` (`tokens` or `writes`, per client). */
-                    "RateLimit-Policy"?: string;
+                    "RateLimit-Policy": string;
                     /** @description What is left of it: `"<name>";r=<requests left>;t=<seconds until the window ends>`. */
-                    RateLimit?: string;
+                    RateLimit: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -933,17 +1195,20 @@ export interface operations {
                     "application/json": components["schemas"]["Bike"];
                 };
             };
+            /** @description Before any route: a request that cannot be read safely (two Host lines, a Transfer-Encoding that does not end in chunked, a request line or header node cannot parse); the connection closes. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description No bearer token: the Authorization header is missing or has no second element. */
             401: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
-                    /** @description The limit: `"<name>";q=<requests>;w=<seconds>` (`tokens` or `writes`, per client). */
-                    "RateLimit-Policy"?: string;
-                    /** @description What is left of it: `"<name>";r=<requests left>;t=<seconds until the window ends>`. */
-                    RateLimit?: string;
+                    "X-Request-Id": string;
                     /** @description The challenge: a bearer token, from `POST /api/user`. */
-                    "WWW-Authenticate"?: "Bearer realm=\"bike-catalog\"";
+                    "WWW-Authenticate": "Bearer realm=\"bike-catalog\"";
                     [name: string]: unknown;
                 };
                 content: {
@@ -955,11 +1220,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
-                    /** @description The limit: `"<name>";q=<requests>;w=<seconds>` (`tokens` or `writes`, per client). */
-                    "RateLimit-Policy"?: string;
-                    /** @description What is left of it: `"<name>";r=<requests left>;t=<seconds until the window ends>`. */
-                    RateLimit?: string;
+                    "X-Request-Id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -971,7 +1232,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description The limit: `"<name>";q=<requests>;w=<seconds>` (`tokens` or `writes`, per client). */
                     "RateLimit-Policy"?: string;
                     /** @description What is left of it: `"<name>";r=<requests left>;t=<seconds until the window ends>`. */
@@ -983,15 +1244,22 @@ export interface operations {
                     "text/plain": string;
                 };
             };
+            /** @description The request line and headers took over 10 s, or the whole request over 30 s; the connection closes. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description A precondition failed (If-Match names another state of the bike, or none; If-None-Match: * and the bike exists, or it names the state the bike is in). Nothing changed. */
             412: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description The limit: `"<name>";q=<requests>;w=<seconds>` (`tokens` or `writes`, per client). */
-                    "RateLimit-Policy"?: string;
+                    "RateLimit-Policy": string;
                     /** @description What is left of it: `"<name>";r=<requests left>;t=<seconds until the window ends>`. */
-                    RateLimit?: string;
+                    RateLimit: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -999,7 +1267,7 @@ export interface operations {
                     "text/plain": string;
                 };
             };
-            /** @description The body is larger than 1 MB; nothing is stored. */
+            /** @description The body is larger than 1 MB; nothing is stored. Before any route: chunk extensions over the parser's limit; the connection closes. */
             413: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
@@ -1019,13 +1287,13 @@ export interface operations {
             415: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description The limit: `"<name>";q=<requests>;w=<seconds>` (`tokens` or `writes`, per client). */
-                    "RateLimit-Policy"?: string;
+                    "RateLimit-Policy": string;
                     /** @description What is left of it: `"<name>";r=<requests left>;t=<seconds until the window ends>`. */
-                    RateLimit?: string;
+                    RateLimit: string;
                     /** @description The content codings a request body may be sent in. */
-                    "Accept-Encoding"?: "gzip, deflate, br";
+                    "Accept-Encoding": "gzip, deflate, br";
                     [name: string]: unknown;
                 };
                 content: {
@@ -1033,17 +1301,24 @@ export interface operations {
                     "text/plain": string;
                 };
             };
+            /** @description An Expect other than `100-continue`: it cannot be met. */
+            417: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description Over an abuse limit of this client (tokens or writes per minute, lists at once); retry after Retry-After seconds. */
             429: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description The limit: `"<name>";q=<requests>;w=<seconds>` (`tokens` or `writes`, per client). */
-                    "RateLimit-Policy"?: string;
+                    "RateLimit-Policy": string;
                     /** @description What is left of it: `"<name>";r=<requests left>;t=<seconds until the window ends>`. */
-                    RateLimit?: string;
+                    RateLimit: string;
                     /** @description Seconds to wait before trying again. */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1062,13 +1337,13 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description The limit: `"<name>";q=<requests>;w=<seconds>` (`tokens` or `writes`, per client). */
                     "RateLimit-Policy"?: string;
                     /** @description What is left of it: `"<name>";r=<requests left>;t=<seconds until the window ends>`. */
                     RateLimit?: string;
                     /** @description Seconds to wait before trying again. */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1080,11 +1355,11 @@ export interface operations {
             504: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description The limit: `"<name>";q=<requests>;w=<seconds>` (`tokens` or `writes`, per client). */
-                    "RateLimit-Policy"?: string;
+                    "RateLimit-Policy": string;
                     /** @description What is left of it: `"<name>";r=<requests left>;t=<seconds until the window ends>`. */
-                    RateLimit?: string;
+                    RateLimit: string;
                     /** @description `unknown`: the database stopped answering while the write ran, so it may or may not have been applied. Read the bike (its path is in `Content-Location`) to know; a retry is safe with the same Idempotency-Key (POST) or with If-Match (PUT, PATCH, DELETE). */
                     "Write-Outcome"?: "unknown";
                     /**
@@ -1127,11 +1402,11 @@ export interface operations {
             200: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description The limit: `"<name>";q=<requests>;w=<seconds>` (`tokens` or `writes`, per client). */
-                    "RateLimit-Policy"?: string;
+                    "RateLimit-Policy": string;
                     /** @description What is left of it: `"<name>";r=<requests left>;t=<seconds until the window ends>`. */
-                    RateLimit?: string;
+                    RateLimit: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1143,8 +1418,8 @@ export interface operations {
                     "application/json": components["schemas"]["DeletedBike"];
                 };
             };
-            /** @description No bearer token: the Authorization header is missing or has no second element. */
-            401: {
+            /** @description The request failed validation. Before any route: a request that cannot be read safely (two Host lines, a Transfer-Encoding that does not end in chunked, a request line or header node cannot parse); the connection closes. */
+            400: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
                     "X-Request-Id"?: string;
@@ -1152,8 +1427,25 @@ export interface operations {
                     "RateLimit-Policy"?: string;
                     /** @description What is left of it: `"<name>";r=<requests left>;t=<seconds until the window ends>`. */
                     RateLimit?: string;
+                    /**
+                     * @description The first field that failed, in the order of its schema: its dotted path in the body as sent (`priceRange.minPrice.amount`), or the name of the query parameter (`query`) or request header (`idempotency-key`). Absent when the body fails as a whole: malformed JSON, not an object, a media type or charset that cannot be read, or a value the database refuses.
+                     * @example priceRange.minPrice.amount
+                     */
+                    "X-Invalid-Field"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example Bad Request */
+                    "text/plain": string;
+                };
+            };
+            /** @description No bearer token: the Authorization header is missing or has no second element. */
+            401: {
+                headers: {
+                    /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
+                    "X-Request-Id": string;
                     /** @description The challenge: a bearer token, from `POST /api/user`. */
-                    "WWW-Authenticate"?: "Bearer realm=\"bike-catalog\"";
+                    "WWW-Authenticate": "Bearer realm=\"bike-catalog\"";
                     [name: string]: unknown;
                 };
                 content: {
@@ -1165,11 +1457,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
-                    /** @description The limit: `"<name>";q=<requests>;w=<seconds>` (`tokens` or `writes`, per client). */
-                    "RateLimit-Policy"?: string;
-                    /** @description What is left of it: `"<name>";r=<requests left>;t=<seconds until the window ends>`. */
-                    RateLimit?: string;
+                    "X-Request-Id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1181,7 +1469,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description The limit: `"<name>";q=<requests>;w=<seconds>` (`tokens` or `writes`, per client). */
                     "RateLimit-Policy"?: string;
                     /** @description What is left of it: `"<name>";r=<requests left>;t=<seconds until the window ends>`. */
@@ -1193,15 +1481,22 @@ export interface operations {
                     "text/plain": string;
                 };
             };
+            /** @description The request line and headers took over 10 s, or the whole request over 30 s; the connection closes. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description A precondition failed (If-Match names another state of the bike, or none; If-None-Match: * and the bike exists, or it names the state the bike is in). Nothing changed. */
             412: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description The limit: `"<name>";q=<requests>;w=<seconds>` (`tokens` or `writes`, per client). */
-                    "RateLimit-Policy"?: string;
+                    "RateLimit-Policy": string;
                     /** @description What is left of it: `"<name>";r=<requests left>;t=<seconds until the window ends>`. */
-                    RateLimit?: string;
+                    RateLimit: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1209,17 +1504,31 @@ export interface operations {
                     "text/plain": string;
                 };
             };
+            /** @description Before any route: chunk extensions over the parser's limit; the connection closes. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description An Expect other than `100-continue`: it cannot be met. */
+            417: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description Over an abuse limit of this client (tokens or writes per minute, lists at once); retry after Retry-After seconds. */
             429: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description The limit: `"<name>";q=<requests>;w=<seconds>` (`tokens` or `writes`, per client). */
-                    "RateLimit-Policy"?: string;
+                    "RateLimit-Policy": string;
                     /** @description What is left of it: `"<name>";r=<requests left>;t=<seconds until the window ends>`. */
-                    RateLimit?: string;
+                    RateLimit: string;
                     /** @description Seconds to wait before trying again. */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1238,13 +1547,13 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description The limit: `"<name>";q=<requests>;w=<seconds>` (`tokens` or `writes`, per client). */
                     "RateLimit-Policy"?: string;
                     /** @description What is left of it: `"<name>";r=<requests left>;t=<seconds until the window ends>`. */
                     RateLimit?: string;
                     /** @description Seconds to wait before trying again. */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1256,11 +1565,11 @@ export interface operations {
             504: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description The limit: `"<name>";q=<requests>;w=<seconds>` (`tokens` or `writes`, per client). */
-                    "RateLimit-Policy"?: string;
+                    "RateLimit-Policy": string;
                     /** @description What is left of it: `"<name>";r=<requests left>;t=<seconds until the window ends>`. */
-                    RateLimit?: string;
+                    RateLimit: string;
                     /** @description `unknown`: the database stopped answering while the write ran, so it may or may not have been applied. Read the bike (its path is in `Content-Location`) to know; a retry is safe with the same Idempotency-Key (POST) or with If-Match (PUT, PATCH, DELETE). */
                     "Write-Outcome"?: "unknown";
                     /**
@@ -1315,13 +1624,13 @@ export interface operations {
             200: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description This representation's ETag: strong for a bike (one state of it: send it in If-Match), weak for a list. A compressed answer's strong tag ends in its coding (`-gzip"`, `-br"`) and stands for the same state. */
                     ETag?: string;
                     /** @description The limit: `"<name>";q=<requests>;w=<seconds>` (`tokens` or `writes`, per client). */
-                    "RateLimit-Policy"?: string;
+                    "RateLimit-Policy": string;
                     /** @description What is left of it: `"<name>";r=<requests left>;t=<seconds until the window ends>`. */
-                    RateLimit?: string;
+                    RateLimit: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1351,7 +1660,7 @@ export interface operations {
                     "application/json": components["schemas"]["Bike"];
                 };
             };
-            /** @description A field has the wrong type, or the JSON is malformed. Nothing changes. */
+            /** @description A field has the wrong type, or the JSON is malformed. Nothing changes. Before any route: a request that cannot be read safely (two Host lines, a Transfer-Encoding that does not end in chunked, a request line or header node cannot parse); the connection closes. */
             400: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
@@ -1376,13 +1685,9 @@ export interface operations {
             401: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
-                    /** @description The limit: `"<name>";q=<requests>;w=<seconds>` (`tokens` or `writes`, per client). */
-                    "RateLimit-Policy"?: string;
-                    /** @description What is left of it: `"<name>";r=<requests left>;t=<seconds until the window ends>`. */
-                    RateLimit?: string;
+                    "X-Request-Id": string;
                     /** @description The challenge: a bearer token, from `POST /api/user`. */
-                    "WWW-Authenticate"?: "Bearer realm=\"bike-catalog\"";
+                    "WWW-Authenticate": "Bearer realm=\"bike-catalog\"";
                     [name: string]: unknown;
                 };
                 content: {
@@ -1394,11 +1699,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
-                    /** @description The limit: `"<name>";q=<requests>;w=<seconds>` (`tokens` or `writes`, per client). */
-                    "RateLimit-Policy"?: string;
-                    /** @description What is left of it: `"<name>";r=<requests left>;t=<seconds until the window ends>`. */
-                    RateLimit?: string;
+                    "X-Request-Id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1410,7 +1711,7 @@ export interface operations {
             404: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description The limit: `"<name>";q=<requests>;w=<seconds>` (`tokens` or `writes`, per client). */
                     "RateLimit-Policy"?: string;
                     /** @description What is left of it: `"<name>";r=<requests left>;t=<seconds until the window ends>`. */
@@ -1422,15 +1723,22 @@ export interface operations {
                     "text/plain": string;
                 };
             };
+            /** @description The request line and headers took over 10 s, or the whole request over 30 s; the connection closes. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description A precondition failed (If-Match names another state of the bike, or none; If-None-Match: * and the bike exists, or it names the state the bike is in). Nothing changed. */
             412: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description The limit: `"<name>";q=<requests>;w=<seconds>` (`tokens` or `writes`, per client). */
-                    "RateLimit-Policy"?: string;
+                    "RateLimit-Policy": string;
                     /** @description What is left of it: `"<name>";r=<requests left>;t=<seconds until the window ends>`. */
-                    RateLimit?: string;
+                    RateLimit: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1438,7 +1746,7 @@ export interface operations {
                     "text/plain": string;
                 };
             };
-            /** @description The body is larger than 1 MB; nothing is stored. */
+            /** @description The body is larger than 1 MB; nothing is stored. Before any route: chunk extensions over the parser's limit; the connection closes. */
             413: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
@@ -1458,13 +1766,13 @@ export interface operations {
             415: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description The limit: `"<name>";q=<requests>;w=<seconds>` (`tokens` or `writes`, per client). */
-                    "RateLimit-Policy"?: string;
+                    "RateLimit-Policy": string;
                     /** @description What is left of it: `"<name>";r=<requests left>;t=<seconds until the window ends>`. */
-                    RateLimit?: string;
+                    RateLimit: string;
                     /** @description The content codings a request body may be sent in. */
-                    "Accept-Encoding"?: "gzip, deflate, br";
+                    "Accept-Encoding": "gzip, deflate, br";
                     [name: string]: unknown;
                 };
                 content: {
@@ -1472,17 +1780,24 @@ export interface operations {
                     "text/plain": string;
                 };
             };
+            /** @description An Expect other than `100-continue`: it cannot be met. */
+            417: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description Over an abuse limit of this client (tokens or writes per minute, lists at once); retry after Retry-After seconds. */
             429: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description The limit: `"<name>";q=<requests>;w=<seconds>` (`tokens` or `writes`, per client). */
-                    "RateLimit-Policy"?: string;
+                    "RateLimit-Policy": string;
                     /** @description What is left of it: `"<name>";r=<requests left>;t=<seconds until the window ends>`. */
-                    RateLimit?: string;
+                    RateLimit: string;
                     /** @description Seconds to wait before trying again. */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1501,13 +1816,13 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description The limit: `"<name>";q=<requests>;w=<seconds>` (`tokens` or `writes`, per client). */
                     "RateLimit-Policy"?: string;
                     /** @description What is left of it: `"<name>";r=<requests left>;t=<seconds until the window ends>`. */
                     RateLimit?: string;
                     /** @description Seconds to wait before trying again. */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1519,11 +1834,11 @@ export interface operations {
             504: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description The limit: `"<name>";q=<requests>;w=<seconds>` (`tokens` or `writes`, per client). */
-                    "RateLimit-Policy"?: string;
+                    "RateLimit-Policy": string;
                     /** @description What is left of it: `"<name>";r=<requests left>;t=<seconds until the window ends>`. */
-                    RateLimit?: string;
+                    RateLimit: string;
                     /** @description `unknown`: the database stopped answering while the write ran, so it may or may not have been applied. Read the bike (its path is in `Content-Location`) to know; a retry is safe with the same Idempotency-Key (POST) or with If-Match (PUT, PATCH, DELETE). */
                     "Write-Outcome"?: "unknown";
                     /**
@@ -1546,13 +1861,15 @@ export interface operations {
             header?: {
                 /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
                 "X-Request-Id"?: string;
-                /** @description On a read: the ETag of the copy you have; 304, with no body, while it is current. On a write: `*`, write only if there is no such bike (on PUT: create only); or tags, write only if the bike is in none of their states. Otherwise 412. */
-                "If-None-Match"?: string;
                 /**
                  * @description A list; an element `primary` reads from the primary database, to see your own writes at once. Other values are ignored.
                  * @example primary
                  */
                 "X-Read-From"?: string;
+                /** @description On a read: the ETag of the copy you have; 304, with no body, while it is current. On a write: `*`, write only if there is no such bike (on PUT: create only); or tags, write only if the bike is in none of their states. Otherwise 412. */
+                "If-None-Match"?: string;
+                /** @description Write only if the bike is in this state: its strong ETag, from a read or a write (a list of them, or `*` for any state). Compared strongly: a weak tag never matches. Otherwise 412 and nothing changes. */
+                "If-Match"?: string;
             };
             path: {
                 /**
@@ -1569,13 +1886,13 @@ export interface operations {
             200: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
-                    /** @description This representation's ETag: strong for a bike (one state of it: send it in If-Match), weak for a list. A compressed answer's strong tag ends in its coding (`-gzip"`, `-br"`) and stands for the same state. */
-                    ETag?: string;
+                    "X-Request-Id": string;
                     /** @description `no-cache`: revalidate before using a stored copy; `no-store` on the change feed: keep none. */
                     "Cache-Control"?: string;
                     /** @description Only while the primary cannot be reached and a replica answers: `as-of=<ISO time of the newest commit the replica has>; age=<seconds since>`, or `unknown`. The answer may miss later writes. */
                     "X-Stale"?: string;
+                    /** @description This representation's ETag: strong for a bike (one state of it: send it in If-Match), weak for a list. A compressed answer's strong tag ends in its coding (`-gzip"`, `-br"`) and stands for the same state. */
+                    ETag?: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1609,7 +1926,7 @@ export interface operations {
             304: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description This representation's ETag: strong for a bike (one state of it: send it in If-Match), weak for a list. A compressed answer's strong tag ends in its coding (`-gzip"`, `-br"`) and stands for the same state. */
                     ETag?: string;
                     /** @description `no-cache`: revalidate before using a stored copy; `no-store` on the change feed: keep none. */
@@ -1618,17 +1935,67 @@ export interface operations {
                 };
                 content?: never;
             };
+            /** @description The request failed validation. Before any route: a request that cannot be read safely (two Host lines, a Transfer-Encoding that does not end in chunked, a request line or header node cannot parse); the connection closes. */
+            400: {
+                headers: {
+                    /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
+                    "X-Request-Id"?: string;
+                    /**
+                     * @description The first field that failed, in the order of its schema: its dotted path in the body as sent (`priceRange.minPrice.amount`), or the name of the query parameter (`query`) or request header (`idempotency-key`). Absent when the body fails as a whole: malformed JSON, not an object, a media type or charset that cannot be read, or a value the database refuses.
+                     * @example priceRange.minPrice.amount
+                     */
+                    "X-Invalid-Field"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example Bad Request */
+                    "text/plain": string;
+                };
+            };
             /** @description No such bike (a path id that is not a UUID names no bike). */
             404: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     [name: string]: unknown;
                 };
                 content: {
                     /** @example Not Found */
                     "text/plain": string;
                 };
+            };
+            /** @description The request line and headers took over 10 s, or the whole request over 30 s; the connection closes. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A precondition failed (If-Match names another state of the bike, or none; If-None-Match: * and the bike exists, or it names the state the bike is in). Nothing changed. */
+            412: {
+                headers: {
+                    /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example Precondition Failed */
+                    "text/plain": string;
+                };
+            };
+            /** @description Before any route: chunk extensions over the parser's limit; the connection closes. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description An Expect other than `100-continue`: it cannot be met. */
+            417: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description The request headers are larger than 256 KB; the connection closes. */
             431: {
@@ -1641,9 +2008,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description Seconds to wait before trying again. */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1665,13 +2032,15 @@ export interface operations {
             header?: {
                 /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
                 "X-Request-Id"?: string;
-                /** @description On a read: the ETag of the copy you have; 304, with no body, while it is current. On a write: `*`, write only if there is no such bike (on PUT: create only); or tags, write only if the bike is in none of their states. Otherwise 412. */
-                "If-None-Match"?: string;
                 /**
                  * @description A list; an element `primary` reads from the primary database, to see your own writes at once. Other values are ignored.
                  * @example primary
                  */
                 "X-Read-From"?: string;
+                /** @description On a read: the ETag of the copy you have; 304, with no body, while it is current. On a write: `*`, write only if there is no such bike (on PUT: create only); or tags, write only if the bike is in none of their states. Otherwise 412. */
+                "If-None-Match"?: string;
+                /** @description Write only if the bike is in this state: its strong ETag, from a read or a write (a list of them, or `*` for any state). Compared strongly: a weak tag never matches. Otherwise 412 and nothing changes. */
+                "If-Match"?: string;
             };
             path?: never;
             cookie?: never;
@@ -1682,13 +2051,13 @@ export interface operations {
             200: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
-                    /** @description This representation's ETag: strong for a bike (one state of it: send it in If-Match), weak for a list. A compressed answer's strong tag ends in its coding (`-gzip"`, `-br"`) and stands for the same state. */
-                    ETag?: string;
+                    "X-Request-Id": string;
                     /** @description `no-cache`: revalidate before using a stored copy; `no-store` on the change feed: keep none. */
                     "Cache-Control"?: string;
                     /** @description Only while the primary cannot be reached and a replica answers: `as-of=<ISO time of the newest commit the replica has>; age=<seconds since>`, or `unknown`. The answer may miss later writes. */
                     "X-Stale"?: string;
+                    /** @description This representation's ETag: strong for a bike (one state of it: send it in If-Match), weak for a list. A compressed answer's strong tag ends in its coding (`-gzip"`, `-br"`) and stands for the same state. */
+                    ETag?: string;
                     /** @description The point of the change feed (GET /bikes/changes) this answer is consistent with: follow the feed with it as `since` and you miss and repeat nothing. Opaque. */
                     "Catalog-Cursor"?: string;
                     [name: string]: unknown;
@@ -1726,7 +2095,7 @@ export interface operations {
             304: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description This representation's ETag: strong for a bike (one state of it: send it in If-Match), weak for a list. A compressed answer's strong tag ends in its coding (`-gzip"`, `-br"`) and stands for the same state. */
                     ETag?: string;
                     /** @description `no-cache`: revalidate before using a stored copy; `no-store` on the change feed: keep none. */
@@ -1735,7 +2104,7 @@ export interface operations {
                 };
                 content?: never;
             };
-            /** @description A failed search: `query` given more than once, or containing U+0000. */
+            /** @description A failed search: `query` given more than once, or containing U+0000. Before any route: a request that cannot be read safely (two Host lines, a Transfer-Encoding that does not end in chunked, a request line or header node cannot parse); the connection closes. */
             400: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
@@ -1752,13 +2121,46 @@ export interface operations {
                     "text/plain": string;
                 };
             };
+            /** @description The request line and headers took over 10 s, or the whole request over 30 s; the connection closes. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A precondition failed (If-Match names another state of the bike, or none; If-None-Match: * and the bike exists, or it names the state the bike is in). Nothing changed. */
+            412: {
+                headers: {
+                    /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example Precondition Failed */
+                    "text/plain": string;
+                };
+            };
+            /** @description Before any route: chunk extensions over the parser's limit; the connection closes. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description An Expect other than `100-continue`: it cannot be met. */
+            417: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description Over an abuse limit of this client (tokens or writes per minute, lists at once); retry after Retry-After seconds. */
             429: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description Seconds to wait before trying again. */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1777,9 +2179,9 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description Seconds to wait before trying again. */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1836,13 +2238,13 @@ export interface operations {
             200: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description This representation's ETag: strong for a bike (one state of it: send it in If-Match), weak for a list. A compressed answer's strong tag ends in its coding (`-gzip"`, `-br"`) and stands for the same state. */
                     ETag?: string;
                     /** @description The limit: `"<name>";q=<requests>;w=<seconds>` (`tokens` or `writes`, per client). */
-                    "RateLimit-Policy"?: string;
+                    "RateLimit-Policy": string;
                     /** @description What is left of it: `"<name>";r=<requests left>;t=<seconds until the window ends>`. */
-                    RateLimit?: string;
+                    RateLimit: string;
                     /** @description `true` on an answer given again for an Idempotency-Key seen before (nothing was created). */
                     "Idempotent-Replayed"?: "true";
                     [name: string]: unknown;
@@ -1874,7 +2276,7 @@ export interface operations {
                     "application/json": components["schemas"]["Bike"];
                 };
             };
-            /** @description No body, malformed JSON, a body that fails validation, or an Idempotency-Key that is not one. */
+            /** @description No body, malformed JSON, a body that fails validation, or an Idempotency-Key that is not one. Before any route: a request that cannot be read safely (two Host lines, a Transfer-Encoding that does not end in chunked, a request line or header node cannot parse); the connection closes. */
             400: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
@@ -1899,13 +2301,9 @@ export interface operations {
             401: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
-                    /** @description The limit: `"<name>";q=<requests>;w=<seconds>` (`tokens` or `writes`, per client). */
-                    "RateLimit-Policy"?: string;
-                    /** @description What is left of it: `"<name>";r=<requests left>;t=<seconds until the window ends>`. */
-                    RateLimit?: string;
+                    "X-Request-Id": string;
                     /** @description The challenge: a bearer token, from `POST /api/user`. */
-                    "WWW-Authenticate"?: "Bearer realm=\"bike-catalog\"";
+                    "WWW-Authenticate": "Bearer realm=\"bike-catalog\"";
                     [name: string]: unknown;
                 };
                 content: {
@@ -1917,11 +2315,7 @@ export interface operations {
             403: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
-                    /** @description The limit: `"<name>";q=<requests>;w=<seconds>` (`tokens` or `writes`, per client). */
-                    "RateLimit-Policy"?: string;
-                    /** @description What is left of it: `"<name>";r=<requests left>;t=<seconds until the window ends>`. */
-                    RateLimit?: string;
+                    "X-Request-Id": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1929,17 +2323,24 @@ export interface operations {
                     "text/plain": string;
                 };
             };
+            /** @description The request line and headers took over 10 s, or the whole request over 30 s; the connection closes. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description A request with this Idempotency-Key is still running; retry later. */
             409: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description The limit: `"<name>";q=<requests>;w=<seconds>` (`tokens` or `writes`, per client). */
-                    "RateLimit-Policy"?: string;
+                    "RateLimit-Policy": string;
                     /** @description What is left of it: `"<name>";r=<requests left>;t=<seconds until the window ends>`. */
-                    RateLimit?: string;
+                    RateLimit: string;
                     /** @description Seconds to wait before trying again. */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1947,7 +2348,7 @@ export interface operations {
                     "text/plain": string;
                 };
             };
-            /** @description The body is larger than 1 MB; nothing is stored. */
+            /** @description The body is larger than 1 MB; nothing is stored. Before any route: chunk extensions over the parser's limit; the connection closes. */
             413: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
@@ -1967,13 +2368,13 @@ export interface operations {
             415: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description The limit: `"<name>";q=<requests>;w=<seconds>` (`tokens` or `writes`, per client). */
-                    "RateLimit-Policy"?: string;
+                    "RateLimit-Policy": string;
                     /** @description What is left of it: `"<name>";r=<requests left>;t=<seconds until the window ends>`. */
-                    RateLimit?: string;
+                    RateLimit: string;
                     /** @description The content codings a request body may be sent in. */
-                    "Accept-Encoding"?: "gzip, deflate, br";
+                    "Accept-Encoding": "gzip, deflate, br";
                     [name: string]: unknown;
                 };
                 content: {
@@ -1981,15 +2382,22 @@ export interface operations {
                     "text/plain": string;
                 };
             };
+            /** @description An Expect other than `100-continue`: it cannot be met. */
+            417: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description This Idempotency-Key was used with other fields. */
             422: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description The limit: `"<name>";q=<requests>;w=<seconds>` (`tokens` or `writes`, per client). */
-                    "RateLimit-Policy"?: string;
+                    "RateLimit-Policy": string;
                     /** @description What is left of it: `"<name>";r=<requests left>;t=<seconds until the window ends>`. */
-                    RateLimit?: string;
+                    RateLimit: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2001,13 +2409,13 @@ export interface operations {
             429: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description The limit: `"<name>";q=<requests>;w=<seconds>` (`tokens` or `writes`, per client). */
-                    "RateLimit-Policy"?: string;
+                    "RateLimit-Policy": string;
                     /** @description What is left of it: `"<name>";r=<requests left>;t=<seconds until the window ends>`. */
-                    RateLimit?: string;
+                    RateLimit: string;
                     /** @description Seconds to wait before trying again. */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2026,13 +2434,13 @@ export interface operations {
             503: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description The limit: `"<name>";q=<requests>;w=<seconds>` (`tokens` or `writes`, per client). */
                     "RateLimit-Policy"?: string;
                     /** @description What is left of it: `"<name>";r=<requests left>;t=<seconds until the window ends>`. */
                     RateLimit?: string;
                     /** @description Seconds to wait before trying again. */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2044,11 +2452,11 @@ export interface operations {
             504: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description The limit: `"<name>";q=<requests>;w=<seconds>` (`tokens` or `writes`, per client). */
-                    "RateLimit-Policy"?: string;
+                    "RateLimit-Policy": string;
                     /** @description What is left of it: `"<name>";r=<requests left>;t=<seconds until the window ends>`. */
-                    RateLimit?: string;
+                    RateLimit: string;
                     /** @description `unknown`: the database stopped answering while the write ran, so it may or may not have been applied. Read the bike (its path is in `Content-Location`) to know; a retry is safe with the same Idempotency-Key (POST) or with If-Match (PUT, PATCH, DELETE). */
                     "Write-Outcome"?: "unknown";
                     /**
@@ -2092,11 +2500,11 @@ export interface operations {
             200: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description The limit: `"<name>";q=<requests>;w=<seconds>` (`tokens` or `writes`, per client). */
-                    "RateLimit-Policy"?: string;
+                    "RateLimit-Policy": string;
                     /** @description What is left of it: `"<name>";r=<requests left>;t=<seconds until the window ends>`. */
-                    RateLimit?: string;
+                    RateLimit: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2108,7 +2516,7 @@ export interface operations {
                     "application/json": components["schemas"]["Token"];
                 };
             };
-            /** @description `username` is present but not a string, or the JSON is malformed. */
+            /** @description `username` is present but not a string, or the JSON is malformed. Before any route: a request that cannot be read safely (two Host lines, a Transfer-Encoding that does not end in chunked, a request line or header node cannot parse); the connection closes. */
             400: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
@@ -2133,11 +2541,11 @@ export interface operations {
             403: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description The limit: `"<name>";q=<requests>;w=<seconds>` (`tokens` or `writes`, per client). */
-                    "RateLimit-Policy"?: string;
+                    "RateLimit-Policy": string;
                     /** @description What is left of it: `"<name>";r=<requests left>;t=<seconds until the window ends>`. */
-                    RateLimit?: string;
+                    RateLimit: string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2145,7 +2553,14 @@ export interface operations {
                     "text/plain": string;
                 };
             };
-            /** @description The body is larger than 1 MB; nothing is stored. */
+            /** @description The request line and headers took over 10 s, or the whole request over 30 s; the connection closes. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The body is larger than 1 MB; nothing is stored. Before any route: chunk extensions over the parser's limit; the connection closes. */
             413: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
@@ -2165,13 +2580,13 @@ export interface operations {
             415: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description The limit: `"<name>";q=<requests>;w=<seconds>` (`tokens` or `writes`, per client). */
-                    "RateLimit-Policy"?: string;
+                    "RateLimit-Policy": string;
                     /** @description What is left of it: `"<name>";r=<requests left>;t=<seconds until the window ends>`. */
-                    RateLimit?: string;
+                    RateLimit: string;
                     /** @description The content codings a request body may be sent in. */
-                    "Accept-Encoding"?: "gzip, deflate, br";
+                    "Accept-Encoding": "gzip, deflate, br";
                     [name: string]: unknown;
                 };
                 content: {
@@ -2179,23 +2594,476 @@ export interface operations {
                     "text/plain": string;
                 };
             };
+            /** @description An Expect other than `100-continue`: it cannot be met. */
+            417: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
             /** @description Over an abuse limit of this client (tokens or writes per minute, lists at once); retry after Retry-After seconds. */
             429: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
-                    "X-Request-Id"?: string;
+                    "X-Request-Id": string;
                     /** @description The limit: `"<name>";q=<requests>;w=<seconds>` (`tokens` or `writes`, per client). */
-                    "RateLimit-Policy"?: string;
+                    "RateLimit-Policy": string;
                     /** @description What is left of it: `"<name>";r=<requests left>;t=<seconds until the window ends>`. */
-                    RateLimit?: string;
+                    RateLimit: string;
                     /** @description Seconds to wait before trying again. */
-                    "Retry-After"?: number;
+                    "Retry-After": number;
                     [name: string]: unknown;
                 };
                 content: {
                     /** @example Too Many Requests */
                     "text/plain": string;
                 };
+            };
+            /** @description The request headers are larger than 256 KB; the connection closes. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    liveness: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description `OK` */
+            200: {
+                headers: {
+                    /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
+                    "X-Request-Id": string;
+                    /** @description `no-cache`: revalidate before using a stored copy; `no-store` on the change feed: keep none. */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description Before any route: a request that cannot be read safely (two Host lines, a Transfer-Encoding that does not end in chunked, a request line or header node cannot parse); the connection closes. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request line and headers took over 10 s, or the whole request over 30 s; the connection closes. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Before any route: chunk extensions over the parser's limit; the connection closes. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description An Expect other than `100-continue`: it cannot be met. */
+            417: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request headers are larger than 256 KB; the connection closes. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    readiness: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description `OK` */
+            200: {
+                headers: {
+                    /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
+                    "X-Request-Id": string;
+                    /** @description `no-cache`: revalidate before using a stored copy; `no-store` on the change feed: keep none. */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description Before any route: a request that cannot be read safely (two Host lines, a Transfer-Encoding that does not end in chunked, a request line or header node cannot parse); the connection closes. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request line and headers took over 10 s, or the whole request over 30 s; the connection closes. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Before any route: chunk extensions over the parser's limit; the connection closes. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description An Expect other than `100-continue`: it cannot be met. */
+            417: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request headers are larger than 256 KB; the connection closes. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Not ready, and why. */
+            503: {
+                headers: {
+                    /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
+                    "X-Request-Id": string;
+                    /** @description `no-cache`: revalidate before using a stored copy; `no-store` on the change feed: keep none. */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+        };
+    };
+    metrics: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The metrics. */
+            200: {
+                headers: {
+                    /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
+                    "X-Request-Id": string;
+                    /** @description `no-cache`: revalidate before using a stored copy; `no-store` on the change feed: keep none. */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description Before any route: a request that cannot be read safely (two Host lines, a Transfer-Encoding that does not end in chunked, a request line or header node cannot parse); the connection closes. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description METRICS_PORT serves them on a port of their own. */
+            404: {
+                headers: {
+                    /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description The request line and headers took over 10 s, or the whole request over 30 s; the connection closes. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Before any route: chunk extensions over the parser's limit; the connection closes. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description An Expect other than `100-continue`: it cannot be met. */
+            417: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request headers are larger than 256 KB; the connection closes. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    openApiDocument: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The OpenAPI document. */
+            200: {
+                headers: {
+                    /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": Record<string, never>;
+                };
+            };
+            /** @description Before any route: a request that cannot be read safely (two Host lines, a Transfer-Encoding that does not end in chunked, a request line or header node cannot parse); the connection closes. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request line and headers took over 10 s, or the whole request over 30 s; the connection closes. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Before any route: chunk extensions over the parser's limit; the connection closes. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description An Expect other than `100-continue`: it cannot be met. */
+            417: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request headers are larger than 256 KB; the connection closes. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    docsPage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The page. */
+            200: {
+                headers: {
+                    /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
+                    "X-Request-Id": string;
+                    /** @description What the page may load and run: only its own files. */
+                    "Content-Security-Policy"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description Before any route: a request that cannot be read safely (two Host lines, a Transfer-Encoding that does not end in chunked, a request line or header node cannot parse); the connection closes. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request line and headers took over 10 s, or the whole request over 30 s; the connection closes. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Before any route: chunk extensions over the parser's limit; the connection closes. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description An Expect other than `100-continue`: it cannot be met. */
+            417: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request headers are larger than 256 KB; the connection closes. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    docsPageScript: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The script. */
+            200: {
+                headers: {
+                    /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/javascript": string;
+                };
+            };
+            /** @description Before any route: a request that cannot be read safely (two Host lines, a Transfer-Encoding that does not end in chunked, a request line or header node cannot parse); the connection closes. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request line and headers took over 10 s, or the whole request over 30 s; the connection closes. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Before any route: chunk extensions over the parser's limit; the connection closes. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description An Expect other than `100-continue`: it cannot be met. */
+            417: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request headers are larger than 256 KB; the connection closes. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+        };
+    };
+    docsPageAsset: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                asset: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The file, in its own media type (text/css, text/javascript, image/png). */
+            200: {
+                headers: {
+                    /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
+                    "X-Request-Id": string;
+                    /** @description `no-cache`: revalidate before using a stored copy; `no-store` on the change feed: keep none. */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "*/*": string;
+                };
+            };
+            /** @description Before any route: a request that cannot be read safely (two Host lines, a Transfer-Encoding that does not end in chunked, a request line or header node cannot parse); the connection closes. */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description No such file of the page. */
+            404: {
+                headers: {
+                    /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description The request line and headers took over 10 s, or the whole request over 30 s; the connection closes. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description Before any route: chunk extensions over the parser's limit; the connection closes. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description An Expect other than `100-continue`: it cannot be met. */
+            417: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description The request headers are larger than 256 KB; the connection closes. */
             431: {

@@ -80,6 +80,7 @@ export const bikeChanges = operation({
     'changes as Server-Sent Events, as they commit, through any instance.',
   input: inputOf({ query: changesQuery, headers: yup.object({ 'last-event-id': cursor() }) }),
   invalid: 400,
+  validators: false,
   queryParameters: {
     since: {
       description: 'A cursor from a change or a Catalog-Cursor header. Absent: from the start.',

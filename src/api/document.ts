@@ -91,6 +91,7 @@ export function apiDocument() {
     tags: [
       { name: 'bikes', description: 'The catalog' },
       { name: 'tokens', description: 'Bearer tokens for the write operations' },
+      { name: 'operations', description: "For operators and this document's page, beside the API" },
     ],
     tagOf: (route) => (route.path.startsWith('/bikes') ? 'bikes' : 'tokens'),
     errors: ERRORS,

@@ -64,11 +64,13 @@ async function sendList(ctx: Koa.Context, { reader, tags, feed }: Api, term?: st
   });
   // No tag while the catalog's version does not count every change (a trigger switched off).
   if (list.version) setValidators(ctx, tagOf(list.version));
-  ctx.set('Catalog-Cursor', feed.listCursor(list.seen));
+  // A 304 carries the validators, not the representation's metadata (RFC 9110 15.4.5): the copy
+  // the client has came with its own cursor.
   if (list.current) {
     ctx.status = 304;
     return;
   }
+  ctx.set('Catalog-Cursor', feed.listCursor(list.seen));
   await sendBikeArray(ctx, list.batches, LIST_BATCH_SIZE);
 }
 

@@ -53,6 +53,20 @@ export function isFresh(ctx: Koa.Context, tag: string): boolean {
   return 'any' in condition || condition.tags.some((candidate) => opaque(candidate) === opaque(tag));
 }
 
+/**
+ * Whether a read's If-Match holds for `tag`, the tag of its answer (none when it has none):
+ * RFC 9110 13.1.1, the strong comparison (a weak tag, a list's, never matches; the coding set
+ * aside), `*` any current representation. Without the field, it holds.
+ */
+export function ifMatchHolds(ctx: Koa.Context, tag: string | undefined): boolean {
+  const condition = parseTagCondition(ctx.req.headers['if-match']);
+  if (condition === undefined || 'any' in condition) return true;
+  if (tag === undefined || tag.startsWith('W/')) return false;
+  return condition.tags.some(
+    (candidate) => !candidate.startsWith('W/') && withoutCoding(candidate) === withoutCoding(tag),
+  );
+}
+
 /** A read's validators: its ETag, and that a stored copy must be revalidated. */
 export function setValidators(ctx: Koa.Context, tag: string): void {
   ctx.set('ETag', tag);

@@ -2,6 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type Router from '@koa/router';
 import { HttpError } from './errors';
+import type { PlainRoute } from './openapi';
 import { newRouter } from './path-matching';
 
 /**
@@ -56,6 +57,42 @@ const CONTENT_SECURITY_POLICY =
 
 /** The page that shows the API description (the start-up line names it). */
 export const DOCS_PAGE = '/docs';
+
+/** The document's description of the routes of this file (openapi.ts). */
+export const DOCS_ROUTES: PlainRoute[] = [
+  {
+    path: '/openapi.json',
+    operationId: 'openApiDocument',
+    summary: 'This document',
+    responses: { 200: { description: 'The OpenAPI document.', types: ['application/json'] } },
+  },
+  {
+    path: DOCS_PAGE,
+    operationId: 'docsPage',
+    summary: 'This document, as a page (Swagger UI)',
+    responses: { 200: { description: 'The page.', types: ['text/html'], headers: ['Content-Security-Policy'] } },
+  },
+  {
+    path: `${DOCS_PAGE}/swagger-initializer.js`,
+    operationId: 'docsPageScript',
+    summary: "The page's script",
+    responses: { 200: { description: 'The script.', types: ['text/javascript'] } },
+  },
+  {
+    path: `${DOCS_PAGE}/{asset}`,
+    operationId: 'docsPageAsset',
+    summary: "A file of the page's",
+    responses: {
+      // Its media type is the file's, by its name, not chosen by Accept.
+      200: {
+        description: `The file, in its own media type (${[...new Set(Object.values(ASSETS).map((type) => type.split(';')[0]))].join(', ')}).`,
+        types: ['*/*'],
+        headers: ['Cache-Control'],
+      },
+      404: { description: 'No such file of the page.', types: ['text/plain'] },
+    },
+  },
+];
 
 /** The router of the API description `describe` makes (openapi.ts) and the page that shows it. */
 export function docsRouter(describe: () => object): Router {

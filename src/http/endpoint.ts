@@ -1,11 +1,12 @@
 import type { RouterContext, RouterMiddleware } from '@koa/router';
+import { Readable } from 'node:stream';
 import type Koa from 'koa';
 import type { Caller } from '../auth/caller';
 import { KeysUnavailable } from '../auth/provider';
 import type { Tokens } from '../auth/tokens';
 import { isRejectedValue } from '../db/errors';
 import { readBody } from './body';
-import type { EntityTags } from './conditional';
+import { ifMatchHolds, type EntityTags } from './conditional';
 import { HttpError } from './errors';
 import { BEARER_CHALLENGE } from './headers';
 import { invalidFieldHeader } from './invalid-field';
@@ -29,6 +30,15 @@ const invalidOf = (route: RouteDeclaration<unknown>) => route.invalid ?? 404;
 /** The route checks input of the client's (a body, query parameters, headers). */
 const hasInput = (route: RouteDeclaration<unknown>) => Object.keys(describe(route.input).fields ?? {}).length > 0;
 
+/**
+ * The status for a query parameter the route does not know, on every route
+ * (docs/decisions.md#query-parameters): 400, or the route's `invalid` where it sets one (PUT's 404).
+ */
+const unknownParameterStatus = (route: RouteDeclaration<unknown>) => route.invalid ?? 400;
+
+/** A read that answers with an ETag: it answers If-None-Match (304) and If-Match (412). */
+export const hasValidators = (route: RouteDeclaration<unknown>) => route.method === 'get' && route.validators !== false;
+
 /** One of an operation's checks: what it looks at, and what it answers on a route when it fails (none: not made there). */
 interface Check {
   check: string;
@@ -50,8 +60,15 @@ export const ANSWER_ORDER: readonly Check[] = [
   { check: "the body's coding", statuses: (route) => (hasBody(route) ? [415] : []) },
   { check: "the body's syntax", statuses: (route) => (hasBody(route) ? [invalidOf(route)] : []) },
   { check: 'the resource', statuses: (route) => (route.mustExist ? [404] : []) },
-  { check: 'the preconditions', statuses: (route) => (route.preconditions ? [412] : []) },
-  { check: 'the input', statuses: (route) => (hasInput(route) ? [invalidOf(route)] : []) },
+  {
+    // A read's If-Match is judged by the tag of its answer, once the handler made it.
+    check: 'the preconditions',
+    statuses: (route) => (route.preconditions || hasValidators(route) ? [412] : []),
+  },
+  {
+    check: 'the input',
+    statuses: (route) => [...(hasInput(route) ? [invalidOf(route)] : []), unknownParameterStatus(route)],
+  },
   {
     // A write carries the resource and the preconditions in its own statement: 404 and 412 when
     // it matched nothing. A database not answering is 503; a write it stopped answering during, 504.
@@ -64,6 +81,16 @@ export const ANSWER_ORDER: readonly Check[] = [
     ],
   },
 ];
+
+/**
+ * The statuses of the checks made before the abuse limit is counted, and of it and those after
+ * (ANSWER_ORDER): only an answer of the latter can say what the limit left.
+ */
+export function statusesAroundTheLimit(route: RouteDeclaration<unknown>) {
+  const at = ANSWER_ORDER.findIndex((step) => step.check === 'the abuse limit');
+  const of = (steps: readonly Check[]) => new Set<number>(steps.flatMap((step) => step.statuses(route)));
+  return { before: of(ANSWER_ORDER.slice(0, at)), after: of(ANSWER_ORDER.slice(at)) };
+}
 
 /** The error statuses of a route: those of every check it makes (ANSWER_ORDER). */
 export function errorStatusesOf(route: RouteDeclaration<unknown>): ErrorStatus[] {
@@ -104,6 +131,19 @@ function idOf(ctx: RouterContext): string {
   const id: string | undefined = ctx.params.id;
   if (id !== undefined && !UUID.test(id)) throw new HttpError(404);
   return id?.toLowerCase() ?? '';
+}
+
+/** A query parameter's name as X-Invalid-Field may carry it: a plain name, never other bytes of the client's. */
+const PLAIN_NAME = /^[A-Za-z0-9_.[\]-]{1,64}$/;
+
+/**
+ * The query parameters a route knows, those of its input's schema: any other is refused
+ * (docs/decisions.md#query-parameters), as a misspelt one would otherwise change the answer
+ * without a word (`Since=` for `since` would start the feed from the oldest change).
+ */
+function unknownParameterOf(route: RouteDeclaration<unknown>) {
+  const known = new Set(Object.keys(describe(route.input).fields?.query?.fields ?? {}));
+  return (query: Koa.Context['query']): string | undefined => Object.keys(query).find((name) => !known.has(name));
 }
 
 /** A number as a query string writes it: decimal, no exponent, no leading zero, no sign but minus. */
@@ -173,6 +213,9 @@ export function endpoint<Input, Deps>(route: Route<Input, Deps>, deps: Deps, che
   const invalid = invalidOf(route);
   const readsBody = hasBody(route);
   const queryOf = queryReader(route);
+  const unknownParameter = unknownParameterOf(route);
+  const unknownStatus = unknownParameterStatus(route);
+  const validators = hasValidators(route);
   return async (ctx) => {
     // Whichever the answer, an error included: Accept chose between the page and the stream.
     if (route.eventStream) ctx.vary('Accept');
@@ -181,18 +224,28 @@ export function endpoint<Input, Deps>(route: Route<Input, Deps>, deps: Deps, che
     if (route.limit) await checks.limits.check(ctx, route.limit);
     const body = readsBody ? await readBody(ctx, invalid) : undefined;
     const conditions = route.preconditions ? checks.tags.conditionsOf(ctx.req.headers) : NO_CONDITIONS;
-    const input = check(route.input, { body, query: queryOf(ctx.query), headers: ctx.headers });
+    const unknown = unknownParameter(ctx.query);
+    const input =
+      unknown === undefined
+        ? check(route.input, { body, query: queryOf(ctx.query), headers: ctx.headers })
+        : { valid: false as const, path: PLAIN_NAME.test(unknown) ? `query.${unknown}` : '' };
     if (!input.valid) {
       const conditional = conditions.ifMatch !== undefined || conditions.ifNoneMatch !== undefined;
       if (route.mustExist || conditional) await lookAt(checks, id, conditions, route.mustExist === true);
+      const status = unknown === undefined ? invalid : unknownStatus;
       // Only a 400 says which field: PUT answers every failure 404, as the specification says.
-      throw new HttpError(invalid, invalid === 400 ? invalidFieldHeader(input.path) : {});
+      throw new HttpError(status, status === 400 ? invalidFieldHeader(input.path) : {});
     }
     try {
       await route.handle(ctx, input.value, { id, conditions }, deps);
     } catch (err) {
       if (isRejectedValue(err)) throw new HttpError(invalid, {}, { cause: err });
       throw err;
+    }
+    // RFC 9110 13.1.1: a read whose If-Match does not hold for the tag of its answer is not made.
+    if (validators && ctx.status === 200 && !ifMatchHolds(ctx, ctx.response.get('ETag') || undefined)) {
+      if (ctx.body instanceof Readable) ctx.body.destroy();
+      throw new HttpError(412);
     }
   };
 }

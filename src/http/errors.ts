@@ -4,7 +4,7 @@ import { KeysUnavailable } from '../auth/provider';
 import { isDatabaseUnavailable } from '../db/errors';
 import { WriteOutcomeUnknown } from '../db/pool';
 import type { Logger } from '../logger';
-import { KEPT_ON_ERRORS } from './headers';
+import { HEADERS, KEPT_ON_ERRORS } from './headers';
 
 /** Thrown by routes and middleware; the error middleware turns it into the bare status. */
 export class HttpError extends Error {
@@ -30,6 +30,9 @@ function statusOf(err: unknown): number {
 /** Names of the headers an error answer keeps (headers.ts), as node keeps them: lowercase. */
 const KEPT = new Set(KEPT_ON_ERRORS.map((name) => name.toLowerCase()));
 
+/** Each header's name as the registry spells it, by its lowercase name. */
+const SPELLING = new Map(Object.keys(HEADERS).map((name) => [name.toLowerCase(), name]));
+
 /**
  * The headers as they were (`before`, a copy taken earlier), those of the request's own that
  * an error answer keeps (KEPT), and Vary as the request left it: the others set since are
@@ -38,8 +41,9 @@ const KEPT = new Set(KEPT_ON_ERRORS.map((name) => name.toLowerCase()));
 function restoreHeaders(ctx: Koa.Context, before: OutgoingHttpHeaders): void {
   const vary = ctx.response.get('Vary');
   for (const name of ctx.res.getHeaderNames()) if (!KEPT.has(name)) ctx.remove(name);
+  // Put back as the registry spells them (getHeaders() lowercases): X-Request-Id, not x-request-id.
   for (const [name, value] of Object.entries(before)) {
-    if (value !== undefined) ctx.set(name, typeof value === 'number' ? String(value) : value);
+    if (value !== undefined) ctx.set(SPELLING.get(name) ?? name, typeof value === 'number' ? String(value) : value);
   }
   // The fields that chose the answer chose its error too: GET /bikes/changes is 429 to an event stream only.
   if (vary) ctx.set('Vary', vary);

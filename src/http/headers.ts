@@ -16,6 +16,12 @@ export interface HeaderDeclaration {
    * not the answer it replaces (RateLimit: a refused request still spent its quota).
    */
   keptOnErrors?: true;
+  /**
+   * Every answer it is declared for carries it (the document marks it `required` there), but those
+   * the listener gives before the app sees the request (LISTENER_ANSWERS, listener.ts), and, for a
+   * limit's headers, the statuses also answered before the limit is counted (route.ts, headersOf).
+   */
+  always?: true;
 }
 
 const text: JsonSchema = { type: 'string' };
@@ -33,9 +39,14 @@ export const HEADERS = {
   'X-Request-Id': {
     description: 'Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made.',
     schema: text,
+    always: true,
   },
   Authorization: { description: '`Bearer <token>`, the token from POST /api/user.', schema: text },
   'Content-Type': { description: 'The media type of the body.', schema: text },
+  'Content-Encoding': {
+    description: `The body's content coding, if any: \`${ACCEPTED_CONTENT_CODINGS.replace(/, /g, '`, `')}\` (any other: 415).`,
+    schema: text,
+  },
   'If-None-Match': {
     description:
       'On a read: the ETag of the copy you have; 304, with no body, while it is current. On a write: ' +
@@ -89,14 +100,16 @@ export const HEADERS = {
     description: 'The limit: `"<name>";q=<requests>;w=<seconds>` (`tokens` or `writes`, per client).',
     schema: text,
     keptOnErrors: true,
+    always: true,
   },
   RateLimit: {
     description: 'What is left of it: `"<name>";r=<requests left>;t=<seconds until the window ends>`.',
     schema: text,
     keptOnErrors: true,
+    always: true,
   },
-  'Retry-After': { description: 'Seconds to wait before trying again.', schema: { type: 'integer' } },
-  Allow: { description: 'The methods the path serves.', schema: text },
+  'Retry-After': { description: 'Seconds to wait before trying again.', schema: { type: 'integer' }, always: true },
+  Allow: { description: 'The methods the path serves.', schema: text, always: true },
   'X-Invalid-Field': {
     description:
       'The first field that failed, in the order of its schema: its dotted path in the body as sent ' +
@@ -109,10 +122,16 @@ export const HEADERS = {
   'WWW-Authenticate': {
     description: 'The challenge: a bearer token, from `POST /api/user`.',
     schema: { type: 'string', const: BEARER_CHALLENGE },
+    always: true,
   },
   'Accept-Encoding': {
     description: 'The content codings a request body may be sent in.',
     schema: { type: 'string', const: ACCEPTED_CONTENT_CODINGS },
+    always: true,
+  },
+  'Content-Security-Policy': {
+    description: 'What the page may load and run: only its own files.',
+    schema: text,
   },
   'Catalog-Cursor': {
     description:

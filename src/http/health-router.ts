@@ -1,6 +1,7 @@
 import type Router from '@koa/router';
 import type { Readiness } from '../db/readiness';
 import { registry } from '../metrics';
+import type { PlainRoute } from './openapi';
 import { newRouter } from './path-matching';
 
 /**
@@ -27,6 +28,34 @@ export function healthRouter(readiness: () => Promise<Readiness>): Router {
 
   return router;
 }
+
+/** The document's description of the routes of this file (openapi.ts). */
+export const HEALTH_ROUTES: PlainRoute[] = [
+  {
+    path: '/healthz',
+    operationId: 'liveness',
+    summary: 'Whether the process is up',
+    responses: { 200: { description: '`OK`', types: ['text/plain'], headers: ['Cache-Control'] } },
+  },
+  {
+    path: '/readyz',
+    operationId: 'readiness',
+    summary: 'Whether the database is usable',
+    responses: {
+      200: { description: '`OK`', types: ['text/plain'], headers: ['Cache-Control'] },
+      503: { description: 'Not ready, and why.', types: ['text/plain'], headers: ['Cache-Control'] },
+    },
+  },
+  {
+    path: '/metrics',
+    operationId: 'metrics',
+    summary: "The service's metrics, in Prometheus's text format",
+    responses: {
+      200: { description: 'The metrics.', types: ['text/plain'], headers: ['Cache-Control'] },
+      404: { description: 'METRICS_PORT serves them on a port of their own.', types: ['text/plain'] },
+    },
+  },
+];
 
 /** GET /metrics: Prometheus's text format. On the API's port, or alone on METRICS_PORT. */
 export function metricsRouter(): Router {

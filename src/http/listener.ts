@@ -77,6 +77,21 @@ export function inviteBody(res: http.ServerResponse): void {
   if (awaitingContinue.delete(res) && !res.headersSent) res.writeContinue();
 }
 
+/**
+ * What the listener answers before any route sees the request, whatever its path: each status and
+ * what it means, declared once (the OpenAPI document gives them to every operation and to the
+ * requests no operation serves). No header of the API's: they are answered before there is one.
+ */
+export const LISTENER_ANSWERS = {
+  400:
+    'Before any route: a request that cannot be read safely (two Host lines, a Transfer-Encoding that does not ' +
+    'end in chunked, a request line or header node cannot parse); the connection closes.',
+  408: `The request line and headers took over ${LIMITS.headersTimeout / 1000} s, or the whole request over ${LIMITS.requestTimeout / 1000} s; the connection closes.`,
+  413: "Before any route: chunk extensions over the parser's limit; the connection closes.",
+  417: 'An Expect other than `100-continue`: it cannot be met.',
+  431: `The request headers are larger than ${LIMITS.maxHeaderSize / 1024} KB; the connection closes.`,
+} as const;
+
 /** Node's answers to requests its parser refuses (otherwise 400), sent the same way, but closed lingeringly. */
 const CLIENT_ERROR_STATUS: Record<string, number> = {
   HPE_HEADER_OVERFLOW: 431,

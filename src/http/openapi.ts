@@ -1,10 +1,14 @@
 import fs from 'node:fs';
 import { STATUS_CODES } from 'node:http';
 import path from 'node:path';
-import type { ErrorStatus } from './endpoint';
+import { hasValidators, type ErrorStatus } from './endpoint';
+import { DOCS_ROUTES } from './docs-router';
 import { HEADERS, type HeaderName } from './headers';
+import { HEALTH_ROUTES } from './health-router';
 import { fromDescription, type JsonSchema } from './json-schema';
-import { headersOf, type RouteDeclaration } from './route';
+import { LISTENER_ANSWERS } from './listener';
+import { UNMATCHED_ANSWERS } from './method-not-allowed';
+import { alwaysSent, headersOf, type RouteDeclaration } from './route';
 import { describe } from './schema';
 
 /**
@@ -48,39 +52,124 @@ const json = (schema: JsonSchema, example?: unknown): Record<string, unknown> =>
   'application/json': { schema, ...(example !== undefined && { example }) },
 });
 /** A header as the document describes it, from its one declaration (headers.ts). */
-function headerObject(name: HeaderName): Record<string, unknown> {
+function headerObject(name: HeaderName, required = false): Record<string, unknown> {
   const { description, schema } = HEADERS[name];
   const example = 'example' in HEADERS[name] ? HEADERS[name].example : undefined;
-  return { description, schema, ...(example !== undefined && { example }) };
+  return { description, ...(required && { required }), schema, ...(example !== undefined && { example }) };
 }
-const headerObjects = (names: HeaderName[]) => Object.fromEntries(names.map((name) => [name, headerObject(name)]));
 
-/** Any request can get it: node's HTTP parser answers it before any route, with no body. */
-const HEADERS_TOO_LARGE = {
-  description: 'The request headers are larger than 256 KB; the connection closes.',
-};
+/** Whether every answer of a status carries a header. */
+type Required = (status: number, name: HeaderName) => boolean;
+
+const headerObjects = (names: HeaderName[], status: number, required: Required = alwaysSent) =>
+  Object.fromEntries(names.map((name) => [name, headerObject(name, required(status, name))]));
+
+const plainText = (status: number) => ({ 'text/plain': { schema: { type: 'string' }, example: STATUS_CODES[status] } });
+
+/**
+ * What the listener answers (listener.ts) to a request of any path, beside `responses`: a status
+ * both answer keeps the one of `responses`, its meaning the listener's too.
+ */
+function withListenerAnswers(responses: Record<string, { description: string }>) {
+  const all: Record<string, { description: string }> = { ...responses };
+  for (const [status, meaning] of Object.entries(LISTENER_ANSWERS)) {
+    const own = all[status];
+    all[status] = own ? { ...own, description: `${own.description} ${meaning}` } : { description: meaning };
+  }
+  return all;
+}
 
 /** The error responses of an operation, each with the headers it carries (headersOf, route.ts). */
 function errorResponses(route: RouteDeclaration<unknown>, errors: ApiDescription['errors']) {
-  const responses: Record<string, unknown> = {};
-  for (const [status, headers] of headersOf(route).errors) {
+  const { errors: statuses, required } = headersOf(route);
+  const responses: Record<string, { description: string }> = {};
+  for (const [status, headers] of statuses) {
     responses[status] = {
       description: route.meanings?.[status] ?? errors[status],
-      headers: headerObjects(headers),
-      content: { 'text/plain': { schema: { type: 'string' }, example: STATUS_CODES[status] } },
-    };
+      headers: headerObjects(headers, status, required),
+      content: plainText(status),
+    } as { description: string };
   }
-  return { ...responses, 431: HEADERS_TOO_LARGE };
+  return withListenerAnswers(responses);
 }
 
-/** A 304 carries what its 200 would have of the validators. */
+/**
+ * A 304 carries what its 200 would have of the validators (RFC 9110 15.4.5: ETag, Cache-Control,
+ * Vary), and nothing else of the representation's.
+ */
 const NOT_MODIFIED = {
   description: 'Not Modified: the If-None-Match ETag is still current; no body.',
-  headers: headerObjects(['X-Request-Id', 'ETag', 'Cache-Control']),
+  headers: headerObjects(['X-Request-Id', 'ETag', 'Cache-Control'], 304),
 };
 
-/** Request headers that are not parameters: the security scheme's, and the body's type. */
-const NOT_PARAMETERS = new Set<HeaderName>(['Authorization', 'Content-Type']);
+/** Request headers that are not parameters: the security scheme's, and the body's type and coding. */
+const NOT_PARAMETERS = new Set<HeaderName>(['Authorization', 'Content-Type', 'Content-Encoding']);
+
+/**
+ * A route the service serves beside the API's operations, for operators and the docs page
+ * (health-router.ts, docs-router.ts): the document lists it as it is, under the tag `operations`.
+ */
+export interface PlainRoute {
+  /** The OpenAPI path: `{name}` for a parameter (any string). */
+  path: string;
+  operationId: string;
+  summary: string;
+  /** Each status it answers: what it means, the media types of its body, the headers it carries besides X-Request-Id. */
+  responses: Record<number, { description: string; types: string[]; headers?: HeaderName[] }>;
+}
+
+/** The schema of a plain route's body, by its media type: text otherwise. */
+const PLAIN_SCHEMAS: Record<string, JsonSchema> = {
+  'application/json': { type: 'object' },
+  'image/png': { type: 'string', contentMediaType: 'image/png' },
+};
+
+/** The document's operation of a plain route. */
+function plainOperation(route: PlainRoute) {
+  const parameters = [...route.path.matchAll(/\{(\w+)\}/g)].map(([, name]) => ({
+    name,
+    in: 'path',
+    required: true,
+    schema: { type: 'string' },
+  }));
+  const responses: Record<string, { description: string }> = {};
+  for (const [status, { description, types, headers = [] }] of Object.entries(route.responses)) {
+    responses[status] = {
+      description,
+      headers: headerObjects(['X-Request-Id', ...headers], Number(status)),
+      content: Object.fromEntries(types.map((type) => [type, { schema: PLAIN_SCHEMAS[type] ?? { type: 'string' } }])),
+    } as { description: string };
+  }
+  return {
+    tags: ['operations'],
+    operationId: route.operationId,
+    security: [],
+    summary: route.summary,
+    ...(parameters.length > 0 && { parameters }),
+    responses: withListenerAnswers(responses),
+  };
+}
+
+/**
+ * What answers a request no operation serves (a path the document does not have, a method its
+ * path does not serve, OPTIONS): the answers of UNMATCHED_ANSWERS (method-not-allowed.ts) and the
+ * listener's. An extension of the document (`x-`), which code generators pass over.
+ */
+function unmatchedRequests() {
+  const responses: Record<string, { description: string }> = {};
+  for (const [status, { description, headers, sometimes = [] }] of Object.entries(UNMATCHED_ANSWERS)) {
+    const required: Required = (code, name) => alwaysSent(code, name) && !sometimes.includes(name);
+    responses[status] = {
+      description,
+      headers: headerObjects(['X-Request-Id', ...headers], Number(status), required),
+      ...(status !== '204' && { content: plainText(Number(status)) }),
+    } as { description: string };
+  }
+  return {
+    description: 'The answers to a request that no operation of this document serves.',
+    responses: withListenerAnswers(responses),
+  };
+}
 
 /** The OpenAPI path of a route's: /bikes/{id} for /bikes/:id. */
 const openApiPath = (routePath: string) => routePath.replace(/:(\w+)/g, '{$1}');
@@ -121,8 +210,6 @@ export function openApiDocument(api: ApiDescription) {
         };
       });
     const pathParameters = [...route.path.matchAll(/:(\w+)/g)].map(([, name]) => api.pathParameters[name]);
-    // The reads: conditional (ETag, 304), and from a replica unless told otherwise.
-    const read = route.method === 'get';
     const parameters = [...pathParameters, ...queryParameters, ...headerParameters];
     const body = route.requestBody;
     if (body && inputs.body) {
@@ -152,7 +239,7 @@ export function openApiDocument(api: ApiDescription) {
       responses: {
         200: {
           description: route.ok.description,
-          headers: headerObjects(headers.ok),
+          headers: headerObjects(headers.ok, 200, headers.required),
           content: {
             ...json(route.ok.schema, route.ok.example),
             ...(route.eventStream && {
@@ -163,7 +250,7 @@ export function openApiDocument(api: ApiDescription) {
             }),
           },
         },
-        ...(read && { 304: NOT_MODIFIED }),
+        ...(hasValidators(route) && { 304: NOT_MODIFIED }),
         ...errorResponses(route, api.errors),
       },
     };
@@ -175,7 +262,13 @@ export function openApiDocument(api: ApiDescription) {
     // Relative: the server that serves this document.
     servers: [{ url: '/', description: 'This service' }],
     tags: api.tags,
-    paths,
+    paths: {
+      ...paths,
+      ...Object.fromEntries(
+        [...HEALTH_ROUTES, ...DOCS_ROUTES].map((route) => [route.path, { get: plainOperation(route) }]),
+      ),
+    },
+    'x-unmatched-requests': unmatchedRequests(),
     components: {
       securitySchemes: api.components.securitySchemes,
       parameters: api.components.parameters,

@@ -1,8 +1,17 @@
 import Router, { type RouterContext } from '@koa/router';
 import type * as yup from 'yup';
 import type { CorsHeaders } from './cors';
-import { endpoint, errorStatusesOf, hasBody, type EndpointChecks, type ErrorStatus } from './endpoint';
-import { ERROR_HEADERS, EVERY_ANSWER, type HeaderName } from './headers';
+import {
+  endpoint,
+  errorStatusesOf,
+  hasBody,
+  hasValidators,
+  statusesAroundTheLimit,
+  type EndpointChecks,
+  type ErrorStatus,
+} from './endpoint';
+import { ERROR_HEADERS, EVERY_ANSWER, HEADERS, type HeaderName } from './headers';
+import { LISTENER_ANSWERS } from './listener';
 import type { JsonSchema } from './json-schema';
 import type { LimitKind } from './limits';
 import { newRouter } from './path-matching';
@@ -37,6 +46,11 @@ export interface RouteDeclaration<Input> {
   mustExist?: boolean;
   /** A write that honours If-Match and If-None-Match (412 when they do not hold; conditional.ts). */
   preconditions?: boolean;
+  /**
+   * False for a read that answers with no ETag (the change feed, which no cache keeps): no 304, no
+   * If-None-Match or If-Match. A read otherwise answers with its validators (conditional.ts).
+   */
+  validators?: false;
   /** The 200 carries the ETag of the resource as written. */
   writesResource?: boolean;
   /** The abuse limit the route counts against (docs/decisions.md#abuse-limits; limits.ts): 429 over it. */
@@ -91,10 +105,17 @@ export interface Route<Input, Deps> extends RouteDeclaration<Input> {
   handle(ctx: RouterContext, input: Input, request: RequestFacts, deps: Deps): Promise<void> | void;
 }
 
+/** Whether every answer of a status carries a header: one sent `always` (headers.ts), but on the listener's answers. */
+export const alwaysSent = (status: number, name: HeaderName) =>
+  'always' in HEADERS[name] && !Object.hasOwn(LISTENER_ANSWERS, status);
+
 /**
  * The headers a route reads and answers with (docs/decisions.md#headers): those that follow from
  * what it is (a token, a body, a read, a write with preconditions, a limit, its error statuses)
- * and its own. CORS, the OpenAPI document and the tests all take them from here.
+ * and its own. CORS, the OpenAPI document and the tests all take them from here. A limit's
+ * headers are on the answers of the checks from the limit on (ANSWER_ORDER): a 401 comes before
+ * the limit is counted, and cannot say what it left. `required(status, name)`: every answer of
+ * that status carries the header.
  */
 export function headersOf(route: RouteDeclaration<unknown>) {
   const read = route.method === 'get';
@@ -103,24 +124,32 @@ export function headersOf(route: RouteDeclaration<unknown>) {
   const request: HeaderName[] = [
     ...EVERY_ANSWER,
     ...(route.token ? (['Authorization'] as const) : []),
-    ...(hasBody(route) ? (['Content-Type'] as const) : []),
-    ...(read ? (['If-None-Match', 'X-Read-From'] as const) : []),
+    ...(hasBody(route) ? (['Content-Type', 'Content-Encoding'] as const) : []),
+    ...(read ? (['X-Read-From'] as const) : []),
+    ...(hasValidators(route) ? (['If-None-Match', 'If-Match'] as const) : []),
     ...(route.preconditions ? (['If-Match', 'If-None-Match'] as const) : []),
     ...(route.eventStream ? (['Last-Event-ID'] as const) : []),
     ...(route.requestHeaders ?? []),
   ];
   const ok: HeaderName[] = [
     ...EVERY_ANSWER,
-    ...(read ? (['ETag', 'Cache-Control', 'X-Stale'] as const) : []),
+    ...(read ? (['Cache-Control', 'X-Stale'] as const) : []),
+    ...(hasValidators(route) ? (['ETag'] as const) : []),
     ...(route.writesResource ? (['ETag'] as const) : []),
     ...(route.eventStream ? (['X-Accel-Buffering'] as const) : []),
     ...limits,
     ...(route.responseHeaders ?? []),
   ];
+  const { before, after } = statusesAroundTheLimit(route);
   const errors = new Map(
-    errorStatusesOf(route).map((status) => [status, [...EVERY_ANSWER, ...limits, ...(ERROR_HEADERS[status] ?? [])]]),
+    errorStatusesOf(route).map((status) => [
+      status,
+      [...EVERY_ANSWER, ...(after.has(status) ? limits : []), ...(ERROR_HEADERS[status] ?? [])],
+    ]),
   );
-  return { request: [...new Set(request)], ok: [...new Set(ok)], errors };
+  const required = (status: number, name: HeaderName) =>
+    alwaysSent(status, name) && !(limits.includes(name) && before.has(status));
+  return { request: [...new Set(request)], ok: [...new Set(ok)], errors, required };
 }
 
 /**
@@ -140,10 +169,10 @@ export function corsHeadersOf(routes: Record<string, RouteDeclaration<unknown>>)
 
 /**
  * The router of the routes, each behind its endpoint (endpoint.ts), its handler given `deps`. A
- * literal path is mounted before the parameter beside it when it is listed first (the API lists
- * /bikes/all before /bikes/:id): GET /bikes/all is the list; every other method there, and every
- * spelling but that one (/bikes/ALL, /bikes/%61ll), is the id route, whose "all" is no UUID
- * (docs/decisions.md#path-matching).
+ * path is matched before its method, a literal path before the parameter beside it, as OpenAPI
+ * matches (docs/decisions.md#path-matching): /bikes/all is the list's path, so a PUT there is 405
+ * (method-not-allowed.ts), never the id route's; every other spelling (/bikes/ALL, /bikes/%61ll)
+ * is the id route, whose "all" is no UUID (404).
  */
 export function routerOf<Deps>(
   routes: Record<string, Route<unknown, Deps>>,
@@ -151,10 +180,20 @@ export function routerOf<Deps>(
   checks: EndpointChecks,
 ): Router {
   const router = newRouter();
+  // A trailing slash is optional (docs/decisions.md#trailing-slash): the router matches /bikes/
+  // to the path /bikes, not /bikes to /bikes/, so routes are mounted without it.
+  const withoutSlash = (path: string) => path.replace(/(.)\/$/, '$1');
+  const literal = new Set(
+    Object.values(routes)
+      .filter((route) => !route.path.includes('/:'))
+      .map((route) => withoutSlash(route.path)),
+  );
   for (const route of Object.values(routes)) {
-    // A trailing slash is optional (docs/decisions.md#trailing-slash): the router matches /bikes/
-    // to the path /bikes, not /bikes to /bikes/, so routes are mounted without it.
-    router[route.method](route.path.replace(/(.)\/$/, '$1'), endpoint(route, deps, checks));
+    const handler = endpoint(route, deps, checks);
+    const templated = route.path.includes('/:');
+    router[route.method](withoutSlash(route.path), (ctx, next) =>
+      templated && literal.has(withoutSlash(ctx.path)) ? next() : handler(ctx, next),
+    );
   }
   return router;
 }

@@ -2,7 +2,10 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { type BrowserContext, chromium, type Page } from 'playwright-core';
+import { DOCS_ROUTES } from '../../src/http/docs-router';
+import { HEALTH_ROUTES } from '../../src/http/health-router';
 import { API_ROUTES } from '../../src/api';
+import { type Relay, relayTo } from '../support/exchanges';
 import { spawnService, type ServiceProcess } from '../support/process';
 import { tempDataDir } from '../support/temp-dir';
 import { PATIENCE_MS } from '../support/wait';
@@ -18,13 +21,16 @@ const SCREENSHOT = path.join(os.tmpdir(), 'bike-catalog-docs.png');
 const SCREENSHOT_EXPANDED = path.join(os.tmpdir(), 'bike-catalog-docs-create.png');
 
 /** Every operation the service declares, as Swagger UI shows them. */
-const OPERATIONS = Object.values(API_ROUTES).map(
-  (route) => `${route.method.toUpperCase()} ${route.path.replace(/:(\w+)/g, '{$1}')}`,
-);
+/** The API's operations, and the operator's routes and the docs page's (tag `operations`). */
+const OPERATIONS = [
+  ...Object.values(API_ROUTES).map((route) => `${route.method.toUpperCase()} ${route.path.replace(/:(\w+)/g, '{$1}')}`),
+  ...[...HEALTH_ROUTES, ...DOCS_ROUTES].map((route) => `GET ${route.path}`),
+];
 
 describe('GET /docs in headless Chromium', () => {
   const scratch = tempDataDir('browser');
   let service: ServiceProcess | undefined;
+  let relay: Relay | undefined;
   let baseUrl: string;
   let browser: BrowserContext;
   let page: Page;
@@ -37,7 +43,9 @@ describe('GET /docs in headless Chromium', () => {
       baseUrl = process.env.DOCS_BASE_URL.replace(/\/$/, '');
     } else {
       service = await spawnService({ DATA_DIR: path.join(scratch, 'data') });
-      baseUrl = service.baseUrl;
+      // The page's answers pass through this process, to be judged against /openapi.json like any test's.
+      relay = await relayTo(service.baseUrl);
+      baseUrl = relay.baseUrl;
     }
     // A fresh profile each run (Playwright passes it to Chromium as --user-data-dir, and adds --headless).
     browser = await chromium.launchPersistentContext(path.join(scratch, 'profile'), {
@@ -76,6 +84,7 @@ describe('GET /docs in headless Chromium', () => {
 
   afterAll(async () => {
     await browser?.close();
+    await relay?.close();
     if (service) {
       service.child.kill('SIGTERM');
       await service.exited;

@@ -9,6 +9,8 @@ module.exports = {
   roots: ['<rootDir>/test/browser'],
   testMatch: ['**/*.browser.ts'],
   ...require('../support/jest-transform'),
+  // Every answer the page receives is judged against /openapi.json (test/support/conformance.ts).
+  setupFilesAfterEnv: ['<rootDir>/test/support/conformance-setup.ts'],
   // A guard against a hang only, as in jest.config.js.
   testTimeout: 600_000,
 };

@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import type { Bike } from '../../src/bikes/bike';
 import { client, newBike } from '../support/bikes';
+import { type Relay, relayTo } from '../support/exchanges';
 import { startTestService, type TestService } from '../support/service';
 import { waitFor } from '../support/wait';
 import { CLIENT, codeBlock, newProject, npm } from './project';
@@ -20,16 +21,20 @@ const GUIDE = path.join(CLIENT, 'README.md');
 describe("client/README.md's sync script", () => {
   const home = fs.mkdtempSync(path.join(os.tmpdir(), 'bike-catalog-sync-'));
   let svc: TestService;
+  /** The script reaches the service through this process, so its answers are judged against /openapi.json. */
+  let relay: Relay;
   let project: string;
 
   beforeAll(async () => {
     svc = await startTestService();
+    relay = await relayTo(svc.baseUrl);
     project = newProject(home, 'shop');
     npm(['install', CLIENT], project);
     const script = codeBlock(GUIDE, "## A shop's sync script", 'js');
-    fs.writeFileSync(path.join(project, 'sync.mjs'), script.replaceAll('http://localhost:3000', svc.baseUrl));
+    fs.writeFileSync(path.join(project, 'sync.mjs'), script.replaceAll('http://localhost:3000', relay.baseUrl));
   });
   afterAll(async () => {
+    await relay?.close();
     await svc.stop();
     fs.rmSync(home, { recursive: true, force: true });
   });

@@ -14,6 +14,8 @@ module.exports = {
   // The same PostgreSQL server for the run as `npm test` uses, for the in-process services.
   globalSetup: '<rootDir>/test/support/global-setup.ts',
   globalTeardown: '<rootDir>/test/support/global-teardown.ts',
+  // Every answer a test file receives is judged against /openapi.json (test/support/conformance.ts).
+  setupFilesAfterEnv: ['<rootDir>/test/support/conformance-setup.ts'],
   // A guard against a hang only, as in jest.config.js; these tests do more, so it is longer.
   testTimeout: 900_000,
   maxWorkers: 1,
