@@ -198,8 +198,9 @@ describe('every route, under generated hostile requests', () => {
         const segment = expectation.path.split('/')[2] ?? '';
         const id = onId && UUID.test(safeDecode(segment)) ? safeDecode(segment).toLowerCase() : undefined;
 
-        // A valid bike, sent plainly with a good token, is created or replaced: nothing else.
-        if (c.auth === 'valid' && c.plainJson) {
+        // A valid bike, sent plainly with a good token and no query (every parameter is unknown to
+        // a write: 400, docs/decisions.md#query-parameters), is created or replaced: nothing else.
+        if (c.auth === 'valid' && c.plainJson && !c.request.target.includes('?')) {
           if (method === 'POST' && route === '^\\/bikes$' && c.bodyKind === 'valid-create' && response.status !== 200)
             throw new Error(`a valid bike was refused${where}`);
           if (method === 'PUT' && id && c.bodyKind === 'valid-replace' && response.status !== 200)

@@ -103,16 +103,21 @@ export function expectationFor(method: string, target: string, auth: 'valid' | '
   const allowed = new Set<number>([404]);
   const asMethod = (method === 'HEAD' ? 'GET' : method) as keyof Table;
   const matching = ROUTES.filter((route) => route.pattern.test(path));
-  const serving = matching.find((route) => route.methods[asMethod]);
+  // The path picks its route first, a literal one before one with a parameter (/bikes/all before
+  // /bikes/:id), and then the method (docs/decisions.md#path-matching).
+  const literal = matching.find((route) => !route.pattern.source.includes('[^/]+'));
+  const candidates = literal ? [literal] : matching;
+  const serving = candidates.find((route) => route.methods[asMethod]);
   // On a protected route the token comes first, before the path is looked at.
   if (serving?.protected?.includes(asMethod)) {
     if (auth === 'missing') return { allowed: new Set([401]), exact: 401, route: serving, path };
     if (auth === 'invalid') return { allowed: new Set([403]), exact: 403, route: serving, path };
   }
   if (!validPercentEncoding(path)) return { allowed, exact: 404, path };
-  // The first route of the path that serves the method answers (the literal /bikes/all before
-  // /bikes/:id); 405 only when none of them serves it.
+  // 405 when the path's route does not serve the method.
   if (serving) serving.methods[asMethod]?.forEach((s) => allowed.add(s));
-  else if (matching.length > 0) allowed.add(method === 'OPTIONS' ? 204 : 405);
+  else if (candidates.length > 0) allowed.add(method === 'OPTIONS' ? 204 : 405);
+  // A parameter the route does not know is 400 on every route (docs/decisions.md#query-parameters).
+  if (serving && target.includes('?')) allowed.add(400);
   return { allowed, route: serving, path };
 }
