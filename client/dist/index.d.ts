@@ -1481,7 +1481,10 @@ interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    /** @example Bad Request */
+                    "text/plain": string;
+                };
             };
             /** @description No bearer token: the Authorization header is missing or has no second element. */
             401: {
@@ -2936,7 +2939,10 @@ interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    /** @example Bad Request */
+                    "text/plain": string;
+                };
             };
             /** @description The request line and headers took over 10 s, or the whole request over 30 s; the connection closes. */
             408: {
@@ -2995,7 +3001,10 @@ interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    /** @example Bad Request */
+                    "text/plain": string;
+                };
             };
             /** @description The request line and headers took over 10 s, or the whole request over 30 s; the connection closes. */
             408: {
@@ -3067,7 +3076,10 @@ interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    /** @example Bad Request */
+                    "text/plain": string;
+                };
             };
             /** @description METRICS_PORT serves them on a port of their own. */
             404: {
@@ -3135,7 +3147,10 @@ interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    /** @example Bad Request */
+                    "text/plain": string;
+                };
             };
             /** @description The request line and headers took over 10 s, or the whole request over 30 s; the connection closes. */
             408: {
@@ -3194,7 +3209,10 @@ interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    /** @example Bad Request */
+                    "text/plain": string;
+                };
             };
             /** @description The request line and headers took over 10 s, or the whole request over 30 s; the connection closes. */
             408: {
@@ -3251,7 +3269,10 @@ interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    /** @example Bad Request */
+                    "text/plain": string;
+                };
             };
             /** @description The request line and headers took over 10 s, or the whole request over 30 s; the connection closes. */
             408: {
@@ -3312,7 +3333,10 @@ interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    /** @example Bad Request */
+                    "text/plain": string;
+                };
             };
             /** @description No such file of the page. */
             404: {

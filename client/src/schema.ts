@@ -1200,7 +1200,10 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    /** @example Bad Request */
+                    "text/plain": string;
+                };
             };
             /** @description No bearer token: the Authorization header is missing or has no second element. */
             401: {
@@ -2655,7 +2658,10 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    /** @example Bad Request */
+                    "text/plain": string;
+                };
             };
             /** @description The request line and headers took over 10 s, or the whole request over 30 s; the connection closes. */
             408: {
@@ -2714,7 +2720,10 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    /** @example Bad Request */
+                    "text/plain": string;
+                };
             };
             /** @description The request line and headers took over 10 s, or the whole request over 30 s; the connection closes. */
             408: {
@@ -2786,7 +2795,10 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    /** @example Bad Request */
+                    "text/plain": string;
+                };
             };
             /** @description METRICS_PORT serves them on a port of their own. */
             404: {
@@ -2854,7 +2866,10 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    /** @example Bad Request */
+                    "text/plain": string;
+                };
             };
             /** @description The request line and headers took over 10 s, or the whole request over 30 s; the connection closes. */
             408: {
@@ -2913,7 +2928,10 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    /** @example Bad Request */
+                    "text/plain": string;
+                };
             };
             /** @description The request line and headers took over 10 s, or the whole request over 30 s; the connection closes. */
             408: {
@@ -2970,7 +2988,10 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    /** @example Bad Request */
+                    "text/plain": string;
+                };
             };
             /** @description The request line and headers took over 10 s, or the whole request over 30 s; the connection closes. */
             408: {
@@ -3031,7 +3052,10 @@ export interface operations {
                 headers: {
                     [name: string]: unknown;
                 };
-                content?: never;
+                content: {
+                    /** @example Bad Request */
+                    "text/plain": string;
+                };
             };
             /** @description No such file of the page. */
             404: {

@@ -92,6 +92,9 @@ export const LISTENER_ANSWERS = {
   431: `The request headers are larger than ${LIMITS.maxHeaderSize / 1024} KB; the connection closes.`,
 } as const;
 
+/** The listener's answers that carry a body: its own refusal of a malformed request ('Bad Request', text/plain). */
+export const LISTENER_BODIES: readonly number[] = [400];
+
 /** Node's answers to requests its parser refuses (otherwise 400), sent the same way, but closed lingeringly. */
 const CLIENT_ERROR_STATUS: Record<string, number> = {
   HPE_HEADER_OVERFLOW: 431,

@@ -6,7 +6,7 @@ import { DOCS_ROUTES } from './docs-router';
 import { HEADERS, type HeaderName } from './headers';
 import { HEALTH_ROUTES } from './health-router';
 import { fromDescription, type JsonSchema } from './json-schema';
-import { LISTENER_ANSWERS } from './listener';
+import { LISTENER_ANSWERS, LISTENER_BODIES } from './listener';
 import { UNMATCHED_ANSWERS } from './method-not-allowed';
 import { alwaysSent, headersOf, type RouteDeclaration } from './route';
 import { describe } from './schema';
@@ -74,7 +74,10 @@ function withListenerAnswers(responses: Record<string, { description: string }>)
   const all: Record<string, { description: string }> = { ...responses };
   for (const [status, meaning] of Object.entries(LISTENER_ANSWERS)) {
     const own = all[status];
-    all[status] = own ? { ...own, description: `${own.description} ${meaning}` } : { description: meaning };
+    if (own) all[status] = { ...own, description: `${own.description} ${meaning}` };
+    else if (LISTENER_BODIES.includes(Number(status))) {
+      all[status] = { description: meaning, content: plainText(Number(status)) } as { description: string };
+    } else all[status] = { description: meaning };
   }
   return all;
 }
