@@ -5,6 +5,7 @@ import { client, newBike } from '../support/bikes';
 import { type EventStream, openEventStream } from '../support/event-stream';
 import { startTestService, type TestService } from '../support/service';
 import { waitFor } from '../support/wait';
+import { writer } from '../support/writers';
 
 /**
  * The change feed under concurrent writers (docs/decisions.md#the-change-feed), the trap it must
@@ -111,36 +112,10 @@ describe('the change feed under concurrent writers on two instances', () => {
     const fromStart = follower(first.baseUrl, startCatalog, undefined);
     const streamedFromStart = await eventStream(second.baseUrl);
     const leaving = await eventStream(first.baseUrl);
-    let writes = 0;
+    const done = { writes: 0 };
     /** Until the writers have written `share` of what they write. */
     const wrote = (share: number) =>
-      waitFor(`${share} of the writes`, () => (writes >= share * TOTAL_WRITES ? true : undefined));
-
-    const apiWriter = async (w: number) => {
-      const api = client(services[w % 2].baseUrl, tokens[w % 2]);
-      for (let write = 0; write < API_WRITES; write++) {
-        const id = ids[randomInt(ids.length)];
-        const op = randomInt(10);
-        let status: number;
-        if (op < 3) {
-          const created = await api.request('POST', '/bikes/', { body: newBike() });
-          status = created.status;
-          if (status === 200) ids.push(((await created.json()) as Bike).id);
-        } else if (op < 5) {
-          status = (await api.request('PUT', `/bikes/${id}`, { body: { ...newBike(), id, handle: `h-${w}` } })).status;
-        } else if (op < 8) {
-          const current = await api.request('GET', `/bikes/${id}`, { headers: { 'x-read-from': 'primary' } });
-          const headers: Record<string, string> = {};
-          if (current.status === 200 && op === 7) headers['if-match'] = current.headers.get('etag') as string;
-          status = (await api.request('PATCH', `/bikes/${id}`, { body: { totalInventory: randomInt(100) }, headers }))
-            .status;
-        } else {
-          status = (await api.request('DELETE', `/bikes/${id}`)).status;
-        }
-        expect([200, 404, 412]).toContain(status);
-        writes++;
-      }
-    };
+      waitFor(`${share} of the writes`, () => (done.writes >= share * TOTAL_WRITES ? true : undefined));
 
     /** Reporting SQL: a transaction over several bikes, with a pause inside, of its own length. */
     const sqlWriter = async () => {
@@ -156,14 +131,18 @@ describe('the change feed under concurrent writers on two instances', () => {
             await db.query('SELECT pg_sleep($1)', [randomInt(5, 300) / 1000]);
           }
           await db.query('COMMIT');
-          writes++;
+          done.writes++;
         }
       } finally {
         await db.end();
       }
     };
 
-    const writers = [...Array.from({ length: 16 }, (_, w) => apiWriter(w)), sqlWriter(), sqlWriter()];
+    const writers = [
+      ...Array.from({ length: 16 }, (_, w) => writer(services[w % 2].baseUrl, tokens[w % 2], ids, API_WRITES, done)),
+      sqlWriter(),
+      sqlWriter(),
+    ];
     // A third of the way, a stream's client leaves (once it has had a change); it comes back on the
     // other instance.
     await wrote(1 / 3);
@@ -208,10 +187,10 @@ describe('the change feed under concurrent writers on two instances', () => {
     const logged = Number((await db.query<{ n: string }>('SELECT count(*) AS n FROM bike_changes')).rows[0].n);
     await db.end();
     console.log(
-      `gap-free: ${writes} writes, ${logged} changes logged, ${fromList.received.length} after the list, ` +
+      `gap-free: ${done.writes} writes, ${logged} changes logged, ${fromList.received.length} after the list, ` +
         `${leaving.events.length} streamed before leaving`,
     );
-    expect(writes).toBe(TOTAL_WRITES);
+    expect(done.writes).toBe(TOTAL_WRITES);
 
     for (const { received } of [fromStart, fromList, ...streamed]) {
       expect(new Set(received.map((change) => change.cursor)).size).toBe(received.length);
