@@ -1,7 +1,7 @@
 import { type RawBuilder, sql } from 'kysely';
 import { LRUCache } from 'lru-cache';
 import type { Query } from '../db/pool';
-import { containing, param, prepare } from '../db/sql';
+import { containing, kysely, param, prepare } from '../db/sql';
 import type { Bike } from './bike';
 import { type Seen, seenOf, type Unchanged, unchangedFor, versionOf, withListVersion } from './catalog-version';
 import { BIKE_COLUMNS, fromModelFields } from './fields';
@@ -148,43 +148,36 @@ function pageStatement(sort: Sort, filters: FilterName[], after: boolean, rows: 
     keyParams.forEach((key, i) => (params[`key${i}`] = key));
     params.seq = seq;
   }
-  return prepare(params, (p) =>
-    withListVersion()
-      .leftJoinLateral(
-        (eb) => {
-          let page = eb.selectFrom('bikes').select(BIKE_COLUMNS).select('bikes.seq').select(keysOf(columns).as('keys'));
-          for (const name of filters) page = page.where(FILTERS[name](p[name]));
-          if (after) {
-            const keyed = sql.join([
-              ...columns.map(({ type }, i) => sql`${keyParams[i]}::${sql.raw(KEY_TYPES[type].read)}`),
-              sql`${seq}::bigint`,
-            ]);
-            const ordered = sql.join([
-              ...columns.map(({ column }) => sql.ref(`bikes.${column}`)),
-              sql.ref('bikes.seq'),
-            ]);
-            page = page.where(
-              direction === 'asc' ? sql<boolean>`(${ordered}) > (${keyed})` : sql<boolean>`(${ordered}) < (${keyed})`,
-            );
-          }
-          for (const { column } of columns) page = page.orderBy(sql.ref(`bikes.${column}`), direction);
-          return page.orderBy('bikes.seq', direction).limit(sql.lit(rows)).as('page');
-        },
-        (join) => join.onTrue(),
-      )
-      .selectAll(),
-  );
+  return prepare(params, (p) => {
+    let page = kysely.selectFrom('bikes').select(BIKE_COLUMNS).select('bikes.seq').select(keysOf(columns).as('keys'));
+    for (const name of filters) page = page.where(FILTERS[name](p[name]));
+    if (after) {
+      const keyed = sql.join([
+        ...columns.map(({ type }, i) => sql`${keyParams[i]}::${sql.raw(KEY_TYPES[type].read)}`),
+        sql`${seq}::bigint`,
+      ]);
+      const ordered = sql.join([...columns.map(({ column }) => sql.ref(`bikes.${column}`)), sql.ref('bikes.seq')]);
+      page = page.where(
+        direction === 'asc' ? sql<boolean>`(${ordered}) > (${keyed})` : sql<boolean>`(${ordered}) < (${keyed})`,
+      );
+    }
+    for (const { column } of columns) page = page.orderBy(sql.ref(`bikes.${column}`), direction);
+    return withListVersion(page.orderBy('bikes.seq', direction).limit(sql.lit(rows)));
+  });
 }
 
-/** The values of a row's key columns, as text, for a cursor. */
+/**
+ * The values of a row's key columns, as text, for a cursor: a JSON array of them, which only the
+ * page's last row's is parsed of (pg parses a text[] column in every row).
+ */
 function keysOf(columns: readonly KeyColumn[]) {
-  if (columns.length === 0) return sql<string[]>`'{}'::text[]`;
-  return sql<string[]>`ARRAY[${sql.join(columns.map(({ column, type }) => KEY_TYPES[type].write(column)))}]`;
+  if (columns.length === 0) return sql<string>`'[]'::text`;
+  return sql<string>`json_build_array(${sql.join(columns.map(({ column, type }) => KEY_TYPES[type].write(column)))})::text`;
 }
 
 type PageStatement = ReturnType<typeof pageStatement>;
 /** A row of a page: a bike, its seq and its keys (the lateral join's columns, present). */
-type PageRow = Parameters<typeof fromModelFields>[0] & { seq: string; keys: string[] };
+type PageRow = Parameters<typeof fromModelFields>[0] & { seq: string; keys: string };
 /**
  * The shapes compiled, the most recently used kept: compiling one again took 0.95 ms where
  * `readPage` with it compiled took 0.25 (a loaded machine's times, the database left out).
@@ -239,6 +232,6 @@ export async function readPage(
     version: versionOf(state),
     seen: seenOf(state),
     bikes: bikes.map(fromModelFields),
-    next: last && { keys: last.keys, seq: last.seq },
+    next: last && { keys: JSON.parse(last.keys) as string[], seq: last.seq },
   };
 }

@@ -130,29 +130,19 @@ export const statements = {
   ),
   /** The catalog's version and the first batch of the list, in one statement: one snapshot. */
   listHead: prepare({ limit: param<number>() }, (p) =>
-    withListVersion()
-      .leftJoinLateral(
-        (eb) => eb.selectFrom('bikes').select(BIKE_COLUMNS).select('seq').orderBy('seq').limit(p.limit).as('batch'),
-        (join) => join.onTrue(),
-      )
-      .selectAll(),
+    withListVersion(kysely.selectFrom('bikes').select(BIKE_COLUMNS).select('seq').orderBy('seq').limit(p.limit)),
   ),
   /** The same for a search. */
   titleHead: prepare({ pattern: param<string>(), limit: param<number>() }, (p) =>
-    withListVersion()
-      .leftJoinLateral(
-        (eb) =>
-          eb
-            .selectFrom('bikes')
-            .select(BIKE_COLUMNS)
-            .select('seq')
-            .where('title', 'like', p.pattern)
-            .orderBy('seq')
-            .limit(p.limit)
-            .as('batch'),
-        (join) => join.onTrue(),
-      )
-      .selectAll(),
+    withListVersion(
+      kysely
+        .selectFrom('bikes')
+        .select(BIKE_COLUMNS)
+        .select('seq')
+        .where('title', 'like', p.pattern)
+        .orderBy('seq')
+        .limit(p.limit),
+    ),
   ),
   insert: prepare({ ...bikeParams(), ...writerParams() }, (p) =>
     asWriter(p)
