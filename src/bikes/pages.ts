@@ -176,7 +176,7 @@ function keysOf(columns: readonly KeyColumn[]) {
 }
 
 type PageStatement = ReturnType<typeof pageStatement>;
-/** A row of a page: a bike, its seq and its keys (the lateral join's columns, present). */
+/** A row of a page: a bike, its seq and its keys (the rows' columns, present: not the version's row). */
 type PageRow = Parameters<typeof fromModelFields>[0] & { seq: string; keys: string };
 /**
  * The shapes compiled, the most recently used kept: compiling one again took 0.95 ms where
