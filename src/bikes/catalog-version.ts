@@ -1,7 +1,7 @@
 import { type SelectQueryBuilder, sql } from 'kysely';
 import type { DB } from '../generated/kysely/database.ts';
 import type { Query } from '../db/pool';
-import { kysely, prepare } from '../db/sql';
+import { headThenRows, kysely, prepare } from '../db/sql';
 
 /**
  * The catalog's version, as every list's ETag uses it (docs/decisions.md#conditional-get), and
@@ -49,33 +49,9 @@ const listVersion = () =>
       sql<string>`horizon_change_id::text`.as('horizon_change_id'),
     ]);
 
-/**
- * A list's statement: the catalog's version and the list's rows (`rows`, a query of bikes), in
- * one statement, one snapshot. The version comes once, in a first row of its own (the rows'
- * columns null in it), then the rows in their query's order (its columns null in theirs): joined
- * to every row, the version's columns (the change feed's snapshot and the triggers' state among
- * them) took more bytes than a page's 25 bikes (docs/performance.md#a-page-and-a-list).
- */
-export function withListVersion<Row extends object>(rows: SelectQueryBuilder<DB, 'bikes', Row>) {
-  return (
-    kysely
-      .with('version', () => listVersion())
-      .with('rows', () => rows)
-      .selectFrom('version')
-      .leftJoin('rows', (join) => join.on(sql<boolean>`false`))
-      .selectAll('version')
-      .selectAll('rows')
-      // Typed as the first row: the version's columns are read from it alone.
-      .unionAll(
-        (eb) =>
-          eb
-            .selectFrom('rows')
-            .leftJoin('version', (join) => join.on(sql<boolean>`false`))
-            .selectAll('version')
-            .selectAll('rows') as never,
-      )
-  );
-}
+/** A list's statement: the catalog's version, then the list's rows (`rows`, a query of bikes). */
+export const withListVersion = <Row extends object>(rows: SelectQueryBuilder<DB, 'bikes', Row>) =>
+  headThenRows(listVersion(), rows);
 
 /**
  * What a list's rows are consistent with, for the change feed to go on from

@@ -7,6 +7,7 @@ import {
   PostgresIntrospector,
   PostgresQueryCompiler,
   type RawBuilder,
+  type SelectQueryBuilder,
   sql,
 } from 'kysely';
 import type { DB } from '../generated/kysely/database.ts';
@@ -114,4 +115,33 @@ export function prepare<Params extends Record<string, RawBuilder<unknown>>, Row>
  */
 export function containing(term: string): string {
   return `%${term.replace(/[\\%_]/g, '\\$&')}%`;
+}
+
+/**
+ * One statement, one snapshot, answering `head`'s row and then `rows`' rows in their order: the
+ * head's columns come once, in a first row of their own (the rows' columns null in it), not joined
+ * to every row (its columns null in theirs). Joined to each row, a list's version (the change
+ * feed's snapshot and the triggers' state among its columns) took more bytes than a page's 25
+ * bikes (docs/performance.md#a-page-and-a-list). Typed as the first row: the head's columns are
+ * read from it alone.
+ */
+export function headThenRows<Head extends object, Row extends object, HeadDB, RowsDB, From extends keyof RowsDB>(
+  head: SelectQueryBuilder<HeadDB, never, Head>,
+  rows: SelectQueryBuilder<RowsDB, From, Row>,
+) {
+  return kysely
+    .with('head', () => head)
+    .with('rows', () => rows)
+    .selectFrom('head')
+    .leftJoin('rows', (join) => join.on(sql<boolean>`false`))
+    .selectAll('head')
+    .selectAll('rows')
+    .unionAll(
+      (eb) =>
+        eb
+          .selectFrom('rows')
+          .leftJoin('head', (join) => join.on(sql<boolean>`false`))
+          .selectAll('head')
+          .selectAll('rows') as never,
+    );
 }

@@ -3,7 +3,7 @@ import type { Bike } from '../bikes/bike';
 import { fromModelFields, isWhole, writtenColumnsOf } from '../bikes/fields';
 import { catalogTriggers } from '../bikes/catalog-version';
 import type { Query } from '../db/pool';
-import { kysely, param, prepare } from '../db/sql';
+import { headThenRows, kysely, param, prepare } from '../db/sql';
 
 /**
  * The change feed's reading of the change log (bike_changes, written by triggers: the migration
@@ -96,48 +96,40 @@ const statements = {
   /**
    * The log's state, and up to `limit` changes after `txid`/`changeId` not visible in `snapshot`
    * (null: none), below the oldest transaction still running, in their order: one statement, one
-   * snapshot, on the (txid, change_id) index.
+   * snapshot, on the (txid, change_id) index; the state in a first row of its own (headThenRows).
    */
   after: prepare(
     { txid: param<string>(), changeId: param<string>(), snapshot: param<string | null>(), limit: param<number>() },
     (p) =>
-      kysely
-        .with('state', (db) =>
-          db
-            .selectFrom(['bike_changes_pruning', catalogTriggers()])
-            .select([
-              sql<string>`pg_snapshot_xmin(pg_current_snapshot())::text`.as('below'),
-              sql<string>`horizon_txid::text`.as('horizon_txid'),
-              sql<string>`horizon_change_id::text`.as('horizon_change_id'),
-              'catalog_triggers.triggers',
-              'catalog_triggers.counting',
-            ]),
-        )
-        .selectFrom('state')
-        .leftJoinLateral(
-          (eb) =>
-            eb
-              .selectFrom('bike_changes as c')
-              .select([
-                sql<string>`c.txid::text`.as('txid'),
-                sql<string>`c.change_id::text`.as('change_id'),
-                'c.kind',
-                'c.bike_id',
-                ...writtenColumnsOf('c'),
-              ])
-              .where(sql<boolean>`(c.txid, c.change_id) > (${p.txid}::bigint, ${p.changeId}::bigint)`)
-              .where(sql<boolean>`c.txid < state.below::bigint`)
-              .where(
-                sql<boolean>`(${p.snapshot}::text IS NULL
-                               OR NOT pg_visible_in_snapshot(c.writer_txid::text::xid8, ${p.snapshot}::text::pg_snapshot))`,
-              )
-              .orderBy('c.txid')
-              .orderBy('c.change_id')
-              .limit(p.limit)
-              .as('change'),
-          (join) => join.onTrue(),
-        )
-        .selectAll(),
+      headThenRows(
+        kysely
+          .selectFrom(['bike_changes_pruning', catalogTriggers()])
+          .select([
+            sql<string>`pg_snapshot_xmin(pg_current_snapshot())::text`.as('below'),
+            sql<string>`horizon_txid::text`.as('horizon_txid'),
+            sql<string>`horizon_change_id::text`.as('horizon_change_id'),
+            'catalog_triggers.triggers',
+            'catalog_triggers.counting',
+          ]),
+        kysely
+          .selectFrom('bike_changes as c')
+          .select([
+            sql<string>`c.txid::text`.as('txid'),
+            sql<string>`c.change_id::text`.as('change_id'),
+            'c.kind',
+            'c.bike_id',
+            ...writtenColumnsOf('c'),
+          ])
+          .where(sql<boolean>`(c.txid, c.change_id) > (${p.txid}::bigint, ${p.changeId}::bigint)`)
+          .where(sql<boolean>`c.txid < pg_snapshot_xmin(pg_current_snapshot())::text::bigint`)
+          .where(
+            sql<boolean>`(${p.snapshot}::text IS NULL
+                           OR NOT pg_visible_in_snapshot(c.writer_txid::text::xid8, ${p.snapshot}::text::pg_snapshot))`,
+          )
+          .orderBy('c.txid')
+          .orderBy('c.change_id')
+          .limit(p.limit),
+      ),
   ),
 };
 
