@@ -113,7 +113,7 @@ const HTTP_OWN: Record<string, string> = {
 const CORS_PREFIX = 'access-control-';
 
 /** Response headers a page reads without their being exposed (the Fetch standard's safelist). */
-const CORS_SAFELISTED = new Set([
+export const CORS_SAFELISTED = new Set([
   'cache-control',
   'content-language',
   'content-length',
