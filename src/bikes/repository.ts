@@ -81,6 +81,13 @@ const asWriter = ({ writer }: ReturnType<typeof writerParams>) =>
     () => sql<{ set: string }>`(SELECT set_config('bike_catalog.writer', ${writer}::text[]::text, true) AS set)`,
   );
 
+/** A whole bike inserted by its writer (INSERT ... SELECT ... FROM writer): a create's, and a PUT's that may create. */
+const insertBike = (p: ReturnType<typeof bikeParams> & ReturnType<typeof writerParams>) =>
+  asWriter(p)
+    .insertInto('bikes')
+    .columns(['id', ...WRITTEN_COLUMNS])
+    .expression((eb) => eb.selectFrom('writer').select([p.id.as('id'), ...paramsAsColumns(p)]));
+
 /** The parameters of a write's preconditions: the states it may find the bike in, and may not (null: any). */
 const conditionParams = () => ({ ifMatch: param<string[] | null>(), ifNoneMatch: param<string[] | null>() });
 
@@ -144,22 +151,13 @@ export const statements = {
         .limit(p.limit),
     ),
   ),
-  insert: prepare({ ...bikeParams(), ...writerParams() }, (p) =>
-    asWriter(p)
-      .insertInto('bikes')
-      .columns(['id', ...WRITTEN_COLUMNS])
-      .expression((eb) => eb.selectFrom('writer').select([p.id.as('id'), ...paramsAsColumns(p)]))
-      .returning(STORED_COLUMNS),
-  ),
+  insert: prepare({ ...bikeParams(), ...writerParams() }, (p) => insertBike(p).returning(STORED_COLUMNS)),
   /**
    * PUT without If-Match: one INSERT ... ON CONFLICT (id) DO UPDATE, so a replaced bike keeps its
    * place (seq); under If-None-Match tags, the update only from another state.
    */
   upsert: prepare({ ...bikeParams(), ifNoneMatch: param<string[] | null>(), ...writerParams() }, (p) =>
-    asWriter(p)
-      .insertInto('bikes')
-      .columns(['id', ...WRITTEN_COLUMNS])
-      .expression((eb) => eb.selectFrom('writer').select([p.id.as('id'), ...paramsAsColumns(p)]))
+    insertBike(p)
       .onConflict((conflict) =>
         conflict
           .column('id')
@@ -180,10 +178,7 @@ export const statements = {
   ),
   /** PUT with If-None-Match: *: only where there is no bike (the primary key refuses the rest). */
   insertOnly: prepare({ ...bikeParams(), ...writerParams() }, (p) =>
-    asWriter(p)
-      .insertInto('bikes')
-      .columns(['id', ...WRITTEN_COLUMNS])
-      .expression((eb) => eb.selectFrom('writer').select([p.id.as('id'), ...paramsAsColumns(p)]))
+    insertBike(p)
       .onConflict((conflict) => conflict.column('id').doNothing())
       .returning(STORED_COLUMNS),
   ),
