@@ -92,6 +92,9 @@ export interface LogState {
   complete: Position;
 }
 
+/** The oldest transaction still running as the statement sees it (its snapshot's xmin), as text. */
+const OLDEST_RUNNING = sql<string>`pg_snapshot_xmin(pg_current_snapshot())::text`;
+
 const statements = {
   /**
    * The log's state, and up to `limit` changes after `txid`/`changeId` not visible in `snapshot`
@@ -105,7 +108,7 @@ const statements = {
         kysely
           .selectFrom(['bike_changes_pruning', catalogTriggers()])
           .select([
-            sql<string>`pg_snapshot_xmin(pg_current_snapshot())::text`.as('below'),
+            OLDEST_RUNNING.as('below'),
             sql<string>`horizon_txid::text`.as('horizon_txid'),
             sql<string>`horizon_change_id::text`.as('horizon_change_id'),
             'catalog_triggers.triggers',
@@ -121,7 +124,7 @@ const statements = {
             ...writtenColumnsOf('c'),
           ])
           .where(sql<boolean>`(c.txid, c.change_id) > (${p.txid}::bigint, ${p.changeId}::bigint)`)
-          .where(sql<boolean>`c.txid < pg_snapshot_xmin(pg_current_snapshot())::text::bigint`)
+          .where(sql<boolean>`c.txid < ${OLDEST_RUNNING}::bigint`)
           .where(
             sql<boolean>`(${p.snapshot}::text IS NULL
                            OR NOT pg_visible_in_snapshot(c.writer_txid::text::xid8, ${p.snapshot}::text::pg_snapshot))`,
