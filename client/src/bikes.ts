@@ -49,7 +49,7 @@ export async function createBike(
         body: bike,
         signal: bounded,
       }),
-    { ...ctx.persistence('POST /bikes/', signal), tokens: ctx.tokens, idempotencyKey },
+    { ...ctx.persistence('POST /bikes/', signal), tokens: ctx.tokens, idempotencyKey, writes: true },
     async (unsettled, bounded) => {
       const location = unsettled?.response.headers.get('Content-Location');
       const id = location?.slice(location.lastIndexOf('/') + 1);
@@ -93,7 +93,7 @@ export async function updateBike(
         body: changes,
         signal: bounded,
       }),
-    { ...ctx.persistence(what, signal), tokens: ctx.tokens },
+    { ...ctx.persistence(what, signal), tokens: ctx.tokens, writes: true },
   );
   if (answer.data) {
     ctx.states.remember(answer.data, answer.response);
@@ -125,7 +125,7 @@ export async function deleteBike(ctx: Context, id: string, { signal }: CallOptio
         params: { path: { id }, header: etag === undefined ? undefined : { 'If-Match': etag } },
         signal: bounded,
       }),
-    { ...ctx.persistence(what, signal), tokens: ctx.tokens },
+    { ...ctx.persistence(what, signal), tokens: ctx.tokens, writes: true },
   );
   const { status } = answer.response;
   if (status === 200 || (status === 404 && unknown)) return ctx.states.forget(id);

@@ -65,7 +65,9 @@ export function createCatalogClient(options: CatalogClientOptions): CatalogClien
   const { baseUrl, username, attempts = 10, timeoutMs = 60_000 } = options;
   const api = createClient<paths>({ baseUrl, fetch: options.fetch });
   if (options.compress) api.use(gzipBodies);
-  const persistence = (what: string, signal?: AbortSignal) => ({ what, attempts, timeoutMs, signal });
+  const base = baseUrl.replace(/\/+$/, '');
+  const withheld = (bounded: AbortSignal) => corsRefused(`${base}/healthz`, options.fetch ?? fetch, bounded);
+  const persistence = (what: string, signal?: AbortSignal) => ({ what, attempts, timeoutMs, signal, withheld });
   const issued = async () => {
     const { answer } = await persist(
       (bounded) => api.POST('/api/user', { body: username === undefined ? undefined : { username }, signal: bounded }),
@@ -79,7 +81,7 @@ export function createCatalogClient(options: CatalogClientOptions): CatalogClien
   const globalEventSource = (globalThis as { EventSource?: EventSourceConstructor }).EventSource;
   const ctx: Context = {
     api,
-    baseUrl: baseUrl.replace(/\/+$/, ''),
+    baseUrl: base,
     tokens,
     states: new BikeStates(),
     persistence,
@@ -113,4 +115,21 @@ function signWrites(tokens: Tokens): Middleware {
       return request;
     },
   };
+}
+
+/**
+ * Whether the browser withholds the service's answers from this page (CORS): a request the page
+ * may read fails, while one it may not (`no-cors`: an opaque answer) comes back, so the service is
+ * there. Outside a browser there is no such thing: false.
+ */
+async function corsRefused(url: string, send: typeof fetch, signal: AbortSignal): Promise<boolean> {
+  if (typeof (globalThis as { document?: unknown }).document === 'undefined') return false;
+  // Not from a cache, which would answer for a service that is gone (not every RequestInit type knows `cache`).
+  const fresh: object = { cache: 'no-store' };
+  const answered = (init: RequestInit) =>
+    send(url, { ...fresh, ...init, credentials: 'omit', signal }).then(
+      () => true,
+      () => false,
+    );
+  return !(await answered({ mode: 'cors' })) && (await answered({ mode: 'no-cors' }));
 }

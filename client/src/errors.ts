@@ -63,6 +63,16 @@ export class ServerError extends CatalogError {
   }
 }
 
+/**
+ * A request stopped on this side, which asking again cannot change: the client refused to send it
+ * (a token that an `Authorization` header cannot carry), or the browser withheld the service's
+ * answer from this page (CORS: the service does not allow the page's origin). Nothing was written.
+ */
+export class BlockedError extends CatalogError {
+  override name = 'BlockedError';
+  readonly written = 'nothing';
+}
+
 /** The error an answer that settles a request as refused stands for: a 404, or another 4xx. */
 export function refusal(what: string, response: Response): RequestError {
   const message = `${what}: ${response.status} ${response.statusText}`;

@@ -6,8 +6,8 @@
 export { createCatalogClient, type CatalogClient, type CatalogClientOptions } from './client.ts';
 export type { CallOptions } from './bikes.ts';
 export type { EventSourceConstructor, EventSourceLike } from './context.ts';
-export { CatalogError, ConflictError, NotFoundError, RequestError, ServerError } from './errors.ts';
-export type { FollowOptions } from './follow.ts';
+export { BlockedError, CatalogError, ConflictError, NotFoundError, RequestError, ServerError } from './errors.ts';
+export type { FollowOptions, FollowStatus } from './follow.ts';
 export type { components, operations, paths } from './schema.ts';
 export type { TokenSource } from './tokens.ts';
-export type { Bike, BikePatch, CatalogEvent, Change, Filters, NewBike, Sort } from './types.ts';
+export type { Bike, BikePatch, CatalogEvent, Change, Filters, Money, NewBike, PriceRange, Sort } from './types.ts';

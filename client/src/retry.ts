@@ -1,4 +1,4 @@
-import { CatalogError, ServerError } from './errors.ts';
+import { BlockedError, CatalogError, ServerError } from './errors.ts';
 import type { Tokens } from './tokens.ts';
 
 /** What a request answered: openapi-fetch's result, of which this needs the response. */
@@ -19,7 +19,24 @@ export interface Persistence {
   tokens?: Tokens;
   /** A create's key, which the error names when the outcome is not settled. */
   idempotencyKey?: string;
+  /**
+   * The request writes (a create, an update, a delete): its outcome can be unknown. A read's never
+   * is, and it gives up after LOST_READS lost connections in a row, unless its `attempts` are
+   * Infinity (follow's, which says `offline` meanwhile).
+   */
+  writes?: boolean;
+  /** Whether a lost connection was the browser withholding the service's answers from this page (client.ts). */
+  withheld?: (signal: AbortSignal) => Promise<boolean>;
+  /** Told each time an attempt does not settle the request, and it is sent again after a wait (follow's `offline`). */
+  onUnsettled?: (said: string) => void;
 }
+
+/**
+ * Lost connections in a row after which a read gives up: a read is cheap to ask again, and a
+ * service that does not answer three times in a second or so is down, or not reachable from here,
+ * which the caller should hear now rather than after half a minute.
+ */
+const LOST_READS = 3;
 
 /**
  * Sends a request until an answer settles it, and returns that answer: a success, or a refusal
@@ -36,9 +53,11 @@ export async function persist<A extends Answer, B extends Answer = A>(
   options: Persistence,
   check?: (answer: A | undefined, signal: AbortSignal) => Promise<B | undefined>,
 ): Promise<{ answer: A | B; unknown: boolean }> {
-  const { what, attempts, timeoutMs, signal, tokens, idempotencyKey } = options;
+  const { what, attempts, timeoutMs, signal, tokens, idempotencyKey, writes = false } = options;
   let unknown = false;
   let renewed = false;
+  let lost = 0;
+  let tried = 0;
   let last: { status?: number; said: string; cause?: unknown } = { said: 'nothing tried' };
   const bounded = () => {
     const timeout = AbortSignal.timeout(timeoutMs);
@@ -46,13 +65,26 @@ export async function persist<A extends Answer, B extends Answer = A>(
   };
   for (let attempt = 1; attempt <= attempts; attempt++) {
     let answer: A | undefined;
+    tried = attempt;
     try {
       answer = await send(bounded());
+      lost = 0;
     } catch (err) {
       if (signal?.aborted) throw signal.reason;
-      // Ours, not the connection's: the token could not be had (tokens.ts).
+      // Ours, not the connection's: the token could not be had, or sent (tokens.ts).
       if (err instanceof CatalogError) throw err;
       last = { said: `no answer (${err instanceof Error ? err.message : String(err)})`, cause: err };
+      lost++;
+      // Asked once a run of lost connections starts: a browser says no more about what failed.
+      if (lost === 1 && (await options.withheld?.(bounded()).catch(() => false))) {
+        throw new BlockedError(
+          `${what}: the service answers, but not to this page: its CORS_ORIGIN must name ${pageOrigin()} ` +
+            `(the browser withheld its answer${writes ? ' and sent no write' : ''}); nothing was written`,
+          undefined,
+          { cause: err },
+        );
+      }
+      if (!writes && attempts !== Infinity && lost >= LOST_READS) break;
     }
     if (answer) {
       const { status } = answer.response;
@@ -63,24 +95,36 @@ export async function persist<A extends Answer, B extends Answer = A>(
         continue;
       }
       if (status === 409 || status === 429 || status === 503) {
+        options.onUnsettled?.(last.said);
         await sleep(retryAfterMs(answer.response) ?? backoffMs(attempt), signal);
         continue;
       }
       if (status < 500) return { answer, unknown };
     }
-    unknown = true;
+    if (writes) unknown = true;
+    options.onUnsettled?.(last.said);
     const found = await check?.(answer, bounded()).catch(() => undefined);
     if (found) return { answer: found, unknown };
     await sleep(backoffMs(attempt), signal);
   }
-  const outcome = unknown ? 'its outcome is unknown' : 'nothing was written';
+  // A read's outcome is never unknown: it wrote nothing, whatever came of it.
+  const outcome = writes
+    ? `; ${unknown ? 'its outcome is unknown' : 'nothing was written'}`
+    : last.status === undefined
+      ? '; the service is down, or not reachable from here'
+      : '';
   throw new ServerError(
-    `${what}: not settled in ${attempts} attempts, the last ${last.said}; ${outcome}`,
+    `${what}: not settled in ${tried} attempts, the last ${last.said}${outcome}`,
     last.status,
     unknown ? 'unknown' : 'nothing',
     idempotencyKey,
     { cause: last.cause },
   );
+}
+
+/** The page's origin, for a message: where there is none (not a browser), the page's. */
+function pageOrigin(): string {
+  return (globalThis as { location?: { origin?: string } }).location?.origin ?? "the page's origin";
 }
 
 /**

@@ -1,3 +1,5 @@
+import { BlockedError } from './errors.ts';
+
 /**
  * Where write tokens come from: a token, or a function that gives one (your identity provider, a
  * token your operator issued, your own call to POST /api/user). Without one, the client asks the
@@ -32,7 +34,15 @@ export class Tokens {
         },
       );
     }
-    return `Bearer ${await this.token}`;
+    const token = (await this.token).trim();
+    if (!B64TOKEN.test(token)) {
+      this.token = undefined;
+      // Never the token itself in the message: it may be a working one with a stray character.
+      throw new BlockedError(
+        'the token is not one an Authorization header carries (RFC 6750: letters, digits and -._~+/, then any =): nothing was sent',
+      );
+    }
+    return `Bearer ${token}`;
   }
 
   /** Forgets the token, so the next request gets another. */
@@ -40,6 +50,13 @@ export class Tokens {
     this.token = undefined;
   }
 }
+
+/**
+ * A bearer token as RFC 6750 writes it (a JWT is one). Anything else, a space or a newline inside
+ * above all, would not reach the service as sent: fetch refuses it, printing it, or the service
+ * reads another token from the header.
+ */
+const B64TOKEN = /^[A-Za-z0-9\-._~+/]+=*$/;
 
 /**
  * When a token that came now should be renewed (Date.now()'s milliseconds): a quarter of its life

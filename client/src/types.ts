@@ -4,6 +4,10 @@ import type { components, operations } from './schema.ts';
 type Schemas = components['schemas'];
 
 export type Bike = Schemas['Bike'];
+/** A bike's `priceRange`: its `minPrice` and `maxPrice`. */
+export type PriceRange = Schemas['PriceRange'];
+/** An `amount` and its `currencyCode`. */
+export type Money = Schemas['Money'];
 /** The fields a create sends: all of a bike's but `id` and `handle`, which the service makes. */
 export type NewBike = Schemas['NewBike'];
 /** Any of a bike's fields, for an update. */
@@ -21,7 +25,15 @@ export type Change = Omit<Schemas['Change'], 'type' | 'bike'> &
 export type CatalogEvent = Change | { type: 'list'; bikes: Bike[]; cursor: string };
 
 type BrowseQuery = NonNullable<operations['browseBikes']['parameters']['query']>;
-/** GET /bikes's filters. */
-export type Filters = Omit<BrowseQuery, 'sort' | 'limit' | 'cursor'>;
+type PriceFilters = 'currency' | 'minPrice' | 'maxPrice';
+/**
+ * GET /bikes's filters. A price range is in one currency: `minPrice` or `maxPrice` only with
+ * `currency` (the service refuses them without it, 400), which the compiler says here.
+ */
+export type Filters = Omit<BrowseQuery, 'sort' | 'limit' | 'cursor' | PriceFilters> &
+  (
+    | { currency?: undefined; minPrice?: undefined; maxPrice?: undefined }
+    | (Required<Pick<BrowseQuery, 'currency'>> & Pick<BrowseQuery, 'minPrice' | 'maxPrice'>)
+  );
 /** GET /bikes's orders, each reversed with a leading `-`. */
 export type Sort = NonNullable<BrowseQuery['sort']>;

@@ -189,6 +189,38 @@ describe('the client in headless Chromium, from a page on another origin', () =>
     expect(errors).toEqual([]);
   });
 
+  it("from an origin the service's CORS_ORIGIN does not name, says so at once: a read is not retried, a write not sent, nothing is unknown", async () => {
+    // localhost is another origin than 127.0.0.1, which CORS_ORIGIN names.
+    const elsewhere = siteUrl.replace('127.0.0.1', 'localhost');
+    await page.goto(`${elsewhere}/test.html`);
+    await page.waitForFunction(() => 'client' in globalThis);
+    const bike = await write('POST', '/bikes/', newBike());
+    const before = sent.length;
+    const refused = await page.evaluate(
+      async ({ baseUrl, id, fields }) => {
+        const { client } = globalThis as unknown as TestWindow;
+        const catalog = client.createCatalogClient({ baseUrl, username: 'browser' });
+        const failure = (err: unknown) => {
+          const { name, message, written, status } = err as Error & { written?: string; status?: number };
+          return { name, message, written, status, blocked: err instanceof client.BlockedError };
+        };
+        return {
+          read: await catalog.get(id).then(() => undefined, failure),
+          write: await catalog.create(fields).then(() => undefined, failure),
+        };
+      },
+      { baseUrl: relay.baseUrl, id: bike.id, fields: newBike() },
+    );
+    for (const failure of [refused.read, refused.write]) {
+      expect(failure).toMatchObject({ name: 'BlockedError', blocked: true, written: 'nothing' });
+      expect(failure?.message).toContain(`its CORS_ORIGIN must name ${elsewhere}`);
+      expect(failure?.message).not.toContain('unknown');
+    }
+    expect(toService('GET', /^\/bikes\//, before)).toHaveLength(1);
+    expect(toService('POST', /^\/bikes\/$/, before)).toEqual([]);
+    expect(errors).toEqual([]);
+  });
+
   // The preflight allows Content-Encoding on every route that reads a body (issue 30 item 13).
   it('sends a compressed body (Content-Encoding: gzip) from the page', async () => {
     await page.goto(`${siteUrl}/test.html`);

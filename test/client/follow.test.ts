@@ -5,6 +5,8 @@ import { type LogPosition, pruneUntilPast } from '../support/pruning';
 import { startTestService, type TestService } from '../support/service';
 import { waitFor } from '../support/wait';
 import { writer } from '../support/writers';
+import { EventSource } from 'undici';
+import type { FollowStatus } from '../../client/src/index.ts';
 import { catalogAt, changesAfter, type Follower, startFollower, TRANSPORTS, type Transport } from './follower';
 
 /**
@@ -136,6 +138,72 @@ describe('follow: when the feed cannot go on from its cursor (410)', () => {
   });
 });
 
+describe('follow: an onChange slower than the changes come', () => {
+  let svc: TestService;
+  let sql: Client;
+
+  beforeAll(async () => {
+    svc = await startTestService();
+    sql = new Client({ connectionString: svc.databaseUrl });
+    await sql.connect();
+  });
+  afterAll(async () => {
+    await sql.end();
+    await svc.stop();
+  });
+
+  it.each(transports)(
+    'holds (%s) at most a page of changes it has not handed over, and hands over every one, in order',
+    async (transport) => {
+      const api = client(svc.baseUrl, await svc.token());
+      const bike = await api.create(newBike());
+      // What the client has received of the feed (pages' changes, a stream's events), against what onChange took.
+      let received = 0;
+      let taken = 0;
+      let held = 0;
+      const receive = (count: number) => {
+        received += count;
+        held = Math.max(held, received - taken);
+      };
+      const counted: typeof fetch = async (input, init) => {
+        const response = await fetch(input, init);
+        const url = new URL(new Request(input, init).url);
+        if (url.pathname === '/bikes/changes' && response.ok)
+          receive(((await response.clone().json()) as unknown[]).length);
+        return response;
+      };
+      class CountedEventSource extends EventSource {
+        constructor(url: string) {
+          super(url);
+          this.addEventListener('message', () => this.readyState !== EventSource.CLOSED && receive(1));
+        }
+      }
+      const follower = startFollower(
+        svc.baseUrl,
+        transport,
+        {},
+        async (event) => {
+          if (event.type === 'list') return;
+          taken++;
+          await new Promise((resolve) => setTimeout(resolve, 1));
+        },
+        { fetch: counted, ...(transport === 'events' ? { EventSource: CountedEventSource } : {}) },
+      );
+      await follower.reached(bike);
+      // 3,000 changes in one transaction: they come at once.
+      await sql.query(
+        `DO $$ BEGIN FOR i IN 1..3000 LOOP UPDATE bikes SET total_inventory = i WHERE id = '${bike.id}'; END LOOP; END $$`,
+      );
+      await follower.reached({ ...bike, totalInventory: 3000 });
+      await follower.stop();
+      console.log(`client follow (${transport}), a slow onChange: ${taken} changes, at most ${held} held`);
+      expect(taken).toBeGreaterThanOrEqual(3000);
+      expect(held).toBeLessThanOrEqual(1000);
+      await expectInStep(follower, svc.baseUrl);
+    },
+  );
+});
+
 describe('follow: an instance killed under it', () => {
   let writes: TestService;
   let killed: ServiceProcess;
@@ -150,6 +218,38 @@ describe('follow: an instance killed under it', () => {
     killed.child.kill('SIGKILL');
     await killed.exited;
     await writes.stop();
+  });
+
+  it('says where it stands (onStatus): caught up, offline while the instance is down, then catching up and caught up again', async () => {
+    const api = client(writes.baseUrl, await writes.token());
+    const statuses = transports.map(() => [] as FollowStatus[]);
+    const followers = transports.map((transport, i) =>
+      startFollower(killed.baseUrl, transport, { onStatus: (status) => statuses[i].push(status) }),
+    );
+    const first = await api.create(newBike());
+    for (const follower of followers) await follower.reached(first);
+    const at = (i: number) => statuses[i].at(-1);
+    await waitFor('every follower caught up', () => transports.every((_, i) => at(i) === 'caught-up') || undefined);
+    const before = statuses.map((seen) => seen.length);
+
+    killed.child.kill('SIGKILL');
+    await killed.exited;
+    await waitFor('every follower offline', () => transports.every((_, i) => at(i) === 'offline') || undefined);
+    const made = [];
+    for (let i = 0; i < 3; i++) made.push(await api.create(newBike()));
+    killed = await spawnService(env);
+    for (const follower of followers) await follower.reached(made[2]);
+    await waitFor(
+      'every follower caught up again',
+      () => transports.every((_, i) => at(i) === 'caught-up') || undefined,
+    );
+    for (const [i, follower] of followers.entries()) {
+      await follower.stop();
+      expect(statuses[i].slice(0, 2)).toEqual(['catching-up', 'caught-up']);
+      // Each said once, each time it changed: offline, then the changes made meanwhile, then caught up.
+      expect(statuses[i].slice(before[i])).toEqual(['offline', 'catching-up', 'caught-up']);
+      await expectInStep(follower, writes.baseUrl);
+    }
   });
 
   it('follows the restarted instance (by pages and by events), missing and repeating nothing', async () => {

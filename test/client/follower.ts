@@ -36,11 +36,12 @@ export function startFollower(
   transport: Transport,
   options: FollowOptions = {},
   onEvent?: (event: CatalogEvent) => unknown,
+  clientOptions: Partial<CatalogClientOptions> = {},
 ): Follower {
   const catalog = new Map<string, Bike>();
   const lists: Follower['lists'] = [];
   const controller = new AbortController();
-  const client = createCatalogClient({ baseUrl, ...TRANSPORTS[transport] });
+  const client = createCatalogClient({ baseUrl, ...TRANSPORTS[transport], ...clientOptions });
   const following = client.follow(
     async (event) => {
       await onEvent?.(event);

@@ -73,6 +73,10 @@ describe('the client package', () => {
           "const catalog = createCatalogClient({ baseUrl: 'http://localhost:3000' });",
           'export const stock = (bike: Bike) => catalog.update(bike, { totalInventory: bike.totalInventory - 1 });',
           "export const wrong = () => catalog.update('id', { totalInventory: 'none' });",
+          // A price range is in a currency: without one, the compiler says so.
+          'export const unpriced = () => catalog.pages({ minPrice: 100 });',
+          "export const priced = () => catalog.pages({ currency: 'EUR', minPrice: 100, maxPrice: 900 });",
+          "export type { BlockedError, FollowStatus, Money, PriceRange } from 'bike-catalog-client';",
         ].join('\n'),
       );
       const options = [
@@ -86,7 +90,7 @@ describe('the client package', () => {
         'es2022,dom',
         'typed.ts',
       ];
-      // Type-checked: the wrong line, and it alone, is an error.
+      // Type-checked: the wrong lines, and they alone, are errors.
       const errors = (() => {
         try {
           tool('tsc', options, { cwd: dir });
@@ -95,7 +99,11 @@ describe('the client package', () => {
           return String((err as { stdout: string }).stdout);
         }
       })();
-      expect(errors.trim().split('\n')).toEqual([expect.stringMatching(/^typed\.ts\(4,.*TS2322/)]);
+      // Each error's first line (the lines after it say why).
+      expect(errors.split('\n').filter((line) => line.startsWith('typed.ts('))).toEqual([
+        expect.stringMatching(/^typed\.ts\(4,.*TS2322/),
+        expect.stringMatching(/^typed\.ts\(5,.*TS2345.*minPrice/),
+      ]);
     };
 
     it('from the folder of a clone elsewhere: `npm install <clone>/client` (npm links it)', () => {

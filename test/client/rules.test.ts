@@ -1,6 +1,7 @@
 import jwt from 'jsonwebtoken';
 import {
   type Bike,
+  BlockedError,
   ConflictError,
   createCatalogClient,
   type CatalogClientOptions,
@@ -10,6 +11,7 @@ import {
 } from '../../client/src/index.ts';
 import { operatorToken } from '../../src/auth/tokens';
 import { newBike } from '../support/bikes';
+import { freePort } from '../support/process';
 import { type ProviderKey, providerKey, startProvider, type TestProvider } from '../support/identity-provider';
 import { startTestService, type TestService } from '../support/service';
 
@@ -132,6 +134,24 @@ describe('the client against the service', () => {
       expect(sent).toEqual([]);
     });
 
+    it('refuses, sending nothing and naming no value, a token that a header cannot carry; one read from a file with its newline is sent', async () => {
+      const good = token({ iat: now(), exp: now() + 600 });
+      for (const bad of [`${good.slice(0, 20)}\n${good.slice(20)}`, `${good} ${good}`, `${good}\u00e9`]) {
+        const { sent, fetch } = recordingFetch();
+        const refused = await catalogOf({ fetch, token: bad })
+          .create(newBike())
+          .catch((err: unknown) => err);
+        expect(refused).toBeInstanceOf(BlockedError);
+        expect(refused).toMatchObject({ written: 'nothing', status: undefined });
+        expect((refused as Error).message).not.toContain(good.slice(0, 20));
+        expect(sent).toEqual([]);
+      }
+      const { sent, fetch } = recordingFetch();
+      const bike = await catalogOf({ fetch, token: `${good}\n` }).create(newBike());
+      expect(sent.map(({ headers }) => headers.get('authorization'))).toEqual([`Bearer ${good}`]);
+      expect((await all()).filter(({ id }) => id === bike.id)).toHaveLength(1);
+    });
+
     it('throws RequestError (403) when the token it was given is refused again', async () => {
       const catalog = catalogOf({ token: 'not-a-token' });
       await expect(catalog.create(newBike())).rejects.toMatchObject({ name: 'RequestError', status: 403 });
@@ -248,6 +268,21 @@ describe('the client against the service', () => {
       await catalogOf().create(fields);
       expect((await all()).filter(({ title }) => title === fields.title)).toHaveLength(2);
     });
+  });
+
+  it('a read that gets no answer gives up after 3 lost connections: its outcome is never unknown, and it says to look at the service', async () => {
+    const { sent, fetch } = recordingFetch();
+    const nobody = `http://127.0.0.1:${await freePort()}`;
+    const failed = await createCatalogClient({ baseUrl: nobody, fetch, EventSource: null })
+      .get(crypto.randomUUID())
+      .catch((err: unknown) => err);
+    expect(failed).toBeInstanceOf(ServerError);
+    expect(failed).toMatchObject({ written: 'nothing', status: undefined });
+    expect((failed as Error).message).toMatch(
+      /not settled in 3 attempts, the last no answer .*; the service is down, or not reachable from here$/,
+    );
+    expect((failed as Error).message).not.toContain('unknown');
+    expect(sent).toHaveLength(3);
   });
 
   it('api: any other call, typed by the document, its writes signed with the token', async () => {
