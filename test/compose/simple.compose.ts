@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { promisify } from 'node:util';
 import { apiClient, bike, engine, noEngineReason, startStack, type StartedStack } from './stack';
 
-/** docker-compose.yml, run as the README says: `up`, then `ps`, `logs`, `down` with nothing set. */
+/** docker-compose.yml, run as the README says: `up`, then `ps`, `logs`, `down` with nothing set but the project (COMPOSE_PROJECT_NAME, as deploy/compose-project.sh sets it). */
 
 if (noEngineReason) console.log(`simple.compose.ts skipped: ${noEngineReason}`);
 

@@ -112,7 +112,8 @@ class Stack {
       'docker-compose',
       ['-f', path.join(ROOT, this.file), '-p', this.project, '--ansi', 'never', ...args],
       {
-        env: { DOCKER_HOST, PATH, HOME, ...env },
+        // The project's name, as a clone's .env gives it (deploy/compose-project.sh): the files need it.
+        env: { DOCKER_HOST, PATH, HOME, COMPOSE_PROJECT_NAME: this.project, ...env },
         timeout: timeoutMs,
         maxBuffer: 64 * 1024 * 1024,
       },

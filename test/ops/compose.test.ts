@@ -1,9 +1,11 @@
 import { execFile, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
+import http from 'node:http';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { parse } from 'yaml';
 import { freePort } from '../support/process';
+import { tempDataDir } from '../support/temp-dir';
 import { startTestService } from '../support/service';
 import { PATIENCE_MS } from '../support/wait';
 
@@ -42,10 +44,10 @@ describe.each(FILES)('%s', (file) => {
   const stack = stackOf(file);
 
   (hasDockerCompose ? it : it.skip)(
-    'is a valid compose file for a real compose implementation, with nothing set',
+    "is a valid compose file for a real compose implementation, with nothing set but its project's name",
     () => {
       const result = spawnSync('docker-compose', ['-f', path.join(ROOT, file), 'config', '--quiet'], {
-        env: { PATH: process.env.PATH },
+        env: { PATH: process.env.PATH, COMPOSE_PROJECT_NAME: 'bike-catalog-test' },
         encoding: 'utf8',
       });
       expect(result.stderr).toBe('');
@@ -118,6 +120,82 @@ describe.each(FILES)('%s', (file) => {
     expect(built.map(([name]) => name).sort()).toEqual(['api', 'migrate']);
     // Without `image:`, compose tags it <project>_<service>.
     for (const [name, service] of built) expect({ name, image: service.image }).toEqual({ name, image: undefined });
+  });
+});
+
+(hasDockerCompose ? describe : describe.skip)('two clones in directories of the same name', () => {
+  const scratch = tempDataDir('compose-clones');
+  /** A Docker engine that has nothing, and notes which project each `docker-compose` asked about. */
+  let engine: http.Server;
+  const asked: string[] = [];
+  const socket = path.join(scratch, 'engine.sock');
+
+  beforeAll(async () => {
+    engine = http.createServer((req, res) => {
+      const url = new URL(req.url ?? '/', 'http://engine');
+      const filters = url.searchParams.get('filters');
+      const labels = filters ? ((JSON.parse(filters) as { label?: string[] }).label ?? []) : [];
+      for (const label of labels) {
+        const project = /^com\.docker\.compose\.project=(.*)$/.exec(label)?.[1];
+        if (project) asked.push(project);
+      }
+      if (url.pathname === '/version') return void res.end(JSON.stringify({ ApiVersion: '1.41', Version: '20.10.0' }));
+      if (/\/(networks|volumes)\//.test(url.pathname))
+        return void res.writeHead(404).end('{"message":"no such thing"}');
+      res.end('[]');
+    });
+    await new Promise<void>((resolve) => engine.listen(socket, resolve));
+  });
+  afterAll(() => {
+    engine.close();
+    fs.rmSync(scratch, { recursive: true, force: true });
+  });
+
+  /** A clone of the compose files and the script that names their projects, at `dir`. */
+  const clone = (dir: string) => {
+    for (const file of [...FILES, 'deploy/secrets.sh', 'deploy/compose-project.sh']) {
+      fs.mkdirSync(path.dirname(path.join(dir, file)), { recursive: true });
+      fs.copyFileSync(path.join(ROOT, file), path.join(dir, file));
+    }
+    return dir;
+  };
+  /** `docker-compose ps` of `file` in the clone, as a user runs it there: the projects it asked the engine about. */
+  const ps = async (dir: string, file: string) => {
+    asked.length = 0;
+    const { PATH, HOME } = process.env;
+    await promisify(execFile)('docker-compose', ['-f', file, 'ps'], {
+      cwd: dir,
+      env: { PATH, HOME, DOCKER_HOST: `unix://${socket}` },
+      timeout: PATIENCE_MS,
+    });
+    return [...new Set(asked)];
+  };
+  const nameIt = (dir: string) => spawnSync('sh', ['deploy/compose-project.sh'], { cwd: dir, encoding: 'utf8' });
+
+  it('gives each clone its projects of its own (deploy/compose-project.sh), and refuses to run until it has', async () => {
+    const first = clone(path.join(scratch, 'a', 'bike-catalog'));
+    const second = clone(path.join(scratch, 'b', 'bike-catalog'));
+    // Before: not even `ps`, which would show another clone's stack, and nothing asked of the engine.
+    const unnamed = await ps(second, 'docker-compose.yml').catch((err: { stderr: string }) => err.stderr);
+    expect(unnamed).toContain('run deploy/compose-project.sh first, once per clone');
+    expect(asked).toEqual([]);
+
+    fs.writeFileSync(path.join(first, '.env'), 'TOKEN_ISSUANCE=closed');
+    for (const dir of [first, second]) expect(nameIt(dir).status).toBe(0);
+    expect(fs.readFileSync(path.join(first, '.env'), 'utf8')).toMatch(
+      /^TOKEN_ISSUANCE=closed\nCOMPOSE_PROJECT_NAME=bike-catalog-\d+\n$/,
+    );
+    for (const file of FILES) {
+      const projects = [await ps(first, file), await ps(second, file)];
+      // docker-compose 1.29 asks about its project's name, and about that name without its hyphens.
+      for (const names of projects) expect(names[0]).toMatch(/^bike-catalog-\d+(-scaled)?$/);
+      expect(projects[0][0]).not.toBe(projects[1][0]);
+      expect(projects[1]).not.toContain(projects[0][0]);
+    }
+    // Once named, for good: the script again keeps the name.
+    const named = fs.readFileSync(path.join(second, '.env'), 'utf8');
+    expect(nameIt(second).stdout).toContain('keeps');
+    expect(fs.readFileSync(path.join(second, '.env'), 'utf8')).toBe(named);
   });
 });
 
