@@ -50,6 +50,11 @@ export interface Config {
   /** CHANGES_RETENTION_DAYS: how long the change log keeps a change (docs/decisions.md#the-change-feed). */
   changesRetentionDays: number;
   /**
+   * HISTORY_RETENTION_DAYS: how long the log keeps the history the feed's retention has passed
+   * (superseded changes, deletes); null, for ever (docs/decisions.md#the-change-feed).
+   */
+  historyRetentionDays: number | null;
+  /**
    * MAX_EVENT_STREAMS: event streams this instance keeps open at once, every client's together
    * (docs/decisions.md#bounds-on-event-streams).
    */
@@ -190,6 +195,9 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env, { signsTokens =
     limits,
     trustedProxies: trustedProxies(nonEmpty(env.TRUST_PROXY)),
     changesRetentionDays: limit('CHANGES_RETENTION_DAYS', 30),
+    historyRetentionDays: ['keep', undefined].includes(nonEmpty(env.HISTORY_RETENTION_DAYS))
+      ? null
+      : limit('HISTORY_RETENTION_DAYS', 1),
     maxEventStreams: limit('MAX_EVENT_STREAMS', 1_000),
   };
 }

@@ -9,7 +9,7 @@ import { createBikeRepository } from './bikes/repository';
 import { type Config, ConfigError, readConfig } from './config';
 import { isDatabaseUnavailable } from './db/errors';
 import { watchCatalogIdentity } from './db/catalog-identity';
-import { prepareToServe, roleMayChangeSchema } from './db/migrate';
+import { prepareToServe, type Retention, roleMayChangeSchema } from './db/migrate';
 import { connectPool, queryOn, type ServicePool } from './db/pool';
 import { databaseReadiness } from './db/readiness';
 import { sharedLimit } from './db/rate-limits';
@@ -53,11 +53,11 @@ export interface Service {
 }
 
 /** Prepares the database (prepareToServe) once it answers. */
-async function prepareWhenReachable(server: DatabaseServer, retentionDays: number, logger: Logger): Promise<void> {
+async function prepareWhenReachable(server: DatabaseServer, retention: Retention, logger: Logger): Promise<void> {
   const deadline = Date.now() + DATABASE_WAIT_MS;
   for (;;) {
     try {
-      await prepareToServe(server, retentionDays, (message) => logger.info(message));
+      await prepareToServe(server, retention, (message) => logger.info(message));
       return;
     } catch (err) {
       if (!isDatabaseUnavailable(err) || Date.now() > deadline) throw err;
@@ -92,7 +92,7 @@ export async function startService(config: Config, logger: Logger, tuning: Servi
     const jwtSecret = config.jwtSecret ?? loadOrCreateSecret(config.dataDir);
     // Each migration takes its lock inside its own transaction, so directUrl may be a transaction
     // pooler too; it is DATABASE_DIRECT_URL only when that is set (a role with more rights).
-    await prepareWhenReachable(databaseServer, config.changesRetentionDays, logger);
+    await prepareWhenReachable(databaseServer, config, logger);
     const primary = connect('primary', databaseServer.url);
     const { role, may } = await roleMayChangeSchema(primary);
     if (may) {

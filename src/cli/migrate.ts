@@ -13,7 +13,7 @@ async function main(): Promise<void> {
   const logger = createLogger(config.logLevel);
   const server = await openDatabaseServer(config, logger);
   try {
-    const { applied } = await prepareDatabase(server, config.changesRetentionDays, (message) => logger.info(message));
+    const { applied } = await prepareDatabase(server, config, (message) => logger.info(message));
     logger.info(applied.length ? `applied ${applied.length} migration(s)` : 'database is up to date');
   } finally {
     await server.stop();

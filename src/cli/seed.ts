@@ -106,7 +106,7 @@ async function main(): Promise<void> {
   const server = await openDatabaseServer(config, logger);
   try {
     // As the service starts: in the compose stacks' api container, as a role that may not migrate.
-    await prepareToServe(server, config.changesRetentionDays, (message) => logger.info(message));
+    await prepareToServe(server, config, (message) => logger.info(message));
     const pool = connectPool(server.url, (err) => logger.warn({ err: err.message }, 'database connection lost'), {
       ServerClient: server.ServerClient,
     });

@@ -259,18 +259,28 @@ async function triggersAlwaysOn(client: Client, log: (message: string) => void):
   }
 }
 
+/** How long the change log keeps the feed, and the history the feed's retention has passed (null: for ever). */
+export interface Retention {
+  changesRetentionDays: number;
+  historyRetentionDays: number | null;
+}
+
 /**
- * The change log's retention, CHANGES_RETENTION_DAYS (docs/decisions.md#the-change-feed), kept
- * where prune_bike_changes reads it, so that no cut-off its caller gives prunes within it. Only a
- * role that may write it sets it: the one that migrates. A service role that may only read it
- * keeps it as it is, and says so when it asks for less.
+ * The change log's retentions, CHANGES_RETENTION_DAYS and HISTORY_RETENTION_DAYS
+ * (docs/decisions.md#the-change-feed), kept where prune_bike_changes reads them, so that no
+ * cut-off its caller gives prunes within them. Only a role that may write them sets them: the one
+ * that migrates. A service role that may only read them keeps them as they are, and says so when
+ * it asks for less.
  */
-async function keepRetention(client: Client, days: number, log: (message: string) => void): Promise<void> {
+async function keepRetention(client: Client, retention: Retention, log: (message: string) => void): Promise<void> {
+  const days = retention.changesRetentionDays;
   try {
     await client.query('SAVEPOINT retention');
-    await client.query('UPDATE bike_changes_pruning SET retention_days = $1 WHERE retention_days IS DISTINCT FROM $1', [
-      days,
-    ]);
+    await client.query(
+      `UPDATE bike_changes_pruning SET (retention_days, history_retention_days) = ($1, $2)
+        WHERE (retention_days, history_retention_days) IS DISTINCT FROM ($1, $2)`,
+      [days, retention.historyRetentionDays],
+    );
   } catch (err) {
     if (!insufficientPrivilege(err)) throw err;
     await client.query('ROLLBACK TO SAVEPOINT retention');
@@ -318,11 +328,11 @@ interface Server {
  */
 export async function prepareDatabase(
   server: Server,
-  retentionDays: number,
+  retention: Retention,
   log: (message: string) => void,
 ): Promise<{ applied: string[] }> {
   const applied = await migrate(server.directUrl, log, readMigrations(), server.ServerClient);
-  await serviceRoleAndTriggers(server, retentionDays, log);
+  await serviceRoleAndTriggers(server, retention, log);
   return { applied };
 }
 
@@ -332,14 +342,14 @@ export async function prepareDatabase(
  * (configureServiceRole; as the service role itself, its settings only), the triggers on, and the
  * retention (keepRetention).
  */
-async function serviceRoleAndTriggers(server: Server, retentionDays: number, log: (message: string) => void) {
+async function serviceRoleAndTriggers(server: Server, retention: Retention, log: (message: string) => void) {
   const client = new server.ServerClient({ connectionString: server.directUrl });
   await client.connect();
   try {
     await underMigrationLock(client, async () => {
       await configureServiceRole(client, roleOf(server.url), log);
       await triggersAlwaysOn(client, log);
-      await keepRetention(client, retentionDays, log);
+      await keepRetention(client, retention, log);
     });
   } finally {
     await client.end();
@@ -373,11 +383,11 @@ async function pendingAt(server: Server): Promise<string[]> {
  */
 export async function prepareToServe(
   server: Server,
-  retentionDays: number,
+  retention: Retention,
   log: (message: string) => void,
 ): Promise<void> {
   if (server.directUrl !== server.url) {
-    await prepareDatabase(server, retentionDays, log);
+    await prepareDatabase(server, retention, log);
     return;
   }
   const pending = await pendingAt(server);
@@ -395,5 +405,5 @@ export async function prepareToServe(
       );
     }
   }
-  await serviceRoleAndTriggers(server, retentionDays, log);
+  await serviceRoleAndTriggers(server, retention, log);
 }

@@ -234,6 +234,8 @@ describe('GET /bikes/changes', () => {
     } finally {
       await other.stop();
     }
+    // As an operator who keeps the history no longer than the feed (HISTORY_RETENTION_DAYS=30).
+    await sql.query('UPDATE bike_changes_pruning SET history_retention_days = 30');
     const old = (await changes()).cursor;
     const bike = await api.create(newBike());
     await api.request('DELETE', `/bikes/${bike.id}`);
@@ -257,6 +259,7 @@ describe('GET /bikes/changes', () => {
   });
 
   it("prunes what is past the retention and no follower needs: superseded changes and deletes, never a live bike's latest", async () => {
+    await sql.query('UPDATE bike_changes_pruning SET history_retention_days = 30');
     const [kept, patched, gone] = [
       await api.create(newBike()),
       await api.create(newBike()),
@@ -292,6 +295,58 @@ describe('GET /bikes/changes', () => {
     ]);
     // The follower waits for that last change: another test's open transaction may hold it back.
     await expectCatalogIs(replay((await follow(undefined, { limit: 50, until: reached(latest) })).changes));
+  });
+
+  it('keeps the history the feed has passed until HISTORY_RETENTION_DAYS (unset: for ever), a cursor from before the horizon 410 all the same', async () => {
+    await sql.query('UPDATE bike_changes_pruning SET history_retention_days = NULL');
+    const old = (await changes()).cursor;
+    const bike = await api.create(newBike());
+    await api.request('PATCH', `/bikes/${bike.id}`, { body: { totalInventory: 99 } });
+    await api.request('DELETE', `/bikes/${bike.id}`);
+    const historyOf = async () =>
+      (
+        await sql.query<{ kind: string }>('SELECT kind FROM bike_changes WHERE bike_id = $1 ORDER BY txid, change_id', [
+          bike.id,
+        ])
+      ).rows.map((row) => row.kind);
+    const pruneAll = () => sql.query(`SELECT * FROM prune_bike_changes(now(), 1000000)`);
+    await sql.query(`UPDATE bike_changes SET changed_at = changed_at - interval '31 days'`);
+    const [deleted] = (
+      await sql.query<LogPosition>(`SELECT txid, change_id FROM bike_changes WHERE bike_id = $1 AND kind = 'delete'`, [
+        bike.id,
+      ])
+    ).rows;
+    await pruneUntilPast(sql, `now() - interval '30 days'`, deleted);
+    // The feed's horizon has passed them: a cursor from before is 410, as it was.
+    expect((await changes(old)).status).toBe(410);
+    await pruneAll();
+    expect(await historyOf()).toEqual(['create', 'update', 'delete']);
+
+    // HISTORY_RETENTION_DAYS=60, as a start that migrates keeps it: kept while younger, gone once older.
+    const sixty = await startTestService({
+      databaseUrl: svc.databaseUrl,
+      jwtSecret: svc.jwtSecret,
+      env: { HISTORY_RETENTION_DAYS: '60' },
+    });
+    await sixty.stop();
+    const { rows } = await sql.query('SELECT retention_days, history_retention_days FROM bike_changes_pruning');
+    expect(rows).toEqual([{ retention_days: 30, history_retention_days: 60 }]);
+    await pruneAll();
+    expect(await historyOf()).toEqual(['create', 'update', 'delete']);
+    // 61 days old, with every change before them.
+    await sql.query(`UPDATE bike_changes SET changed_at = changed_at - interval '30 days'`);
+    await waitFor('history pruning to reach the bike', async () => {
+      await pruneAll();
+      return (await historyOf()).length === 0 || undefined;
+    });
+    // Never past the feed's horizon.
+    const [positions] = (
+      await sql.query<{ behind: boolean }>(
+        'SELECT (history_txid, history_change_id) <= (horizon_txid, horizon_change_id) AS behind FROM bike_changes_pruning',
+      )
+    ).rows;
+    expect(positions.behind).toBe(true);
+    await sql.query('UPDATE bike_changes_pruning SET history_retention_days = NULL');
   });
 
   it('answers 503 while a capture trigger is off, and 410 to a cursor from before it was switched off and on', async () => {

@@ -165,7 +165,9 @@ describe('history reports over bike_changes', () => {
     await replace(a2, bike(BETA, 1, 210, 270), 'beta-again'); // created again
     stockAtEnd = stockByVendor(await allBikes());
 
-    // As the service prunes at the default retention, until it has passed the last change older than that.
+    // As the service prunes at the default retention, with the history kept no longer than the feed
+    // (HISTORY_RETENTION_DAYS=30; unset, it would all be kept), until it has passed the last change older than that.
+    await db.query('UPDATE bike_changes_pruning SET history_retention_days = 30');
     const {
       rows: [last],
     } = await db.query<LogPosition>(

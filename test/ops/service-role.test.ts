@@ -307,7 +307,9 @@ describe("the service's role, migrated with a role of its own (docs/decisions.md
     await asService.query('UPDATE bikes SET total_inventory = 3 WHERE id = $1', [id]);
     const [, aged] = await changesOf(id);
 
-    // A cut-off in the future, which would prune every change there is: pruning stops at the retention.
+    // With the history kept no longer than the feed (HISTORY_RETENTION_DAYS=30), a cut-off in the
+    // future, which would prune every change there is: pruning stops at the retention.
+    await query(direct, 'UPDATE bike_changes_pruning SET history_retention_days = 30');
     await pruneUntilPast(asService, `now() + interval '1 day'`, aged);
     const { rows: horizon } = await asService.query<LogPosition>(
       'SELECT horizon_txid AS txid, horizon_change_id AS change_id FROM bike_changes_pruning',
