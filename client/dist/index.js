@@ -793,7 +793,7 @@ async function updateBike(ctx, target, changes, { signal } = {}) {
             ctx.states.forget(id);
         throw refusal(what, answer.response);
     }
-    const current = await getBike(ctx, id, { signal, primary: true });
+    const current = await getBike(ctx, id, { signal, primary: true }).catch(stillUnknown(what, unknown));
     const applied = Object.entries(changes).every(([field, value]) => canonicalJson(current[field]) === canonicalJson(value));
     if (unknown && applied)
         return current;
@@ -814,9 +814,23 @@ async function deleteBike(ctx, id, { signal } = {}) {
     const { status } = answer.response;
     if (status === 200 || (status === 404 && unknown))
         return ctx.states.forget(id);
-    if (status === 412)
-        throw new ConflictError(await getBike(ctx, id, { signal, primary: true }));
+    if (status === 412) {
+        throw new ConflictError(await getBike(ctx, id, { signal, primary: true }).catch(stillUnknown(what, unknown)));
+    }
     throw refusal(what, answer.response);
+}
+/**
+ * A read after a write whose outcome was unknown, that did not settle either: the write's outcome
+ * is still unknown, whatever the read's error says of the read (a read writes nothing).
+ */
+function stillUnknown(what, unknown) {
+    return (err) => {
+        if (!unknown || !(err instanceof ServerError))
+            throw err;
+        throw new ServerError(`${what}: its outcome is unknown, and ${err.message}`, err.status, 'unknown', undefined, {
+            cause: err,
+        });
+    };
 }
 /**
  * A random (version 4) UUID: an Idempotency-Key no one can guess. From getRandomValues, as

@@ -1,5 +1,5 @@
 import { type Context, canonicalJson } from './context.ts';
-import { ConflictError, refusal } from './errors.ts';
+import { ConflictError, refusal, ServerError } from './errors.ts';
 import { persist } from './retry.ts';
 import type { Bike, BikePatch, NewBike } from './types.ts';
 
@@ -103,7 +103,7 @@ export async function updateBike(
     if (answer.response.status === 404) ctx.states.forget(id);
     throw refusal(what, answer.response);
   }
-  const current = await getBike(ctx, id, { signal, primary: true });
+  const current = await getBike(ctx, id, { signal, primary: true }).catch(stillUnknown(what, unknown));
   const applied = Object.entries(changes).every(
     ([field, value]) => canonicalJson(current[field as keyof Bike]) === canonicalJson(value),
   );
@@ -129,8 +129,23 @@ export async function deleteBike(ctx: Context, id: string, { signal }: CallOptio
   );
   const { status } = answer.response;
   if (status === 200 || (status === 404 && unknown)) return ctx.states.forget(id);
-  if (status === 412) throw new ConflictError(await getBike(ctx, id, { signal, primary: true }));
+  if (status === 412) {
+    throw new ConflictError(await getBike(ctx, id, { signal, primary: true }).catch(stillUnknown(what, unknown)));
+  }
   throw refusal(what, answer.response);
+}
+
+/**
+ * A read after a write whose outcome was unknown, that did not settle either: the write's outcome
+ * is still unknown, whatever the read's error says of the read (a read writes nothing).
+ */
+function stillUnknown(what: string, unknown: boolean): (err: unknown) => never {
+  return (err) => {
+    if (!unknown || !(err instanceof ServerError)) throw err;
+    throw new ServerError(`${what}: its outcome is unknown, and ${err.message}`, err.status, 'unknown', undefined, {
+      cause: err,
+    });
+  };
 }
 
 /**

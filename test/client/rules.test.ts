@@ -205,6 +205,25 @@ describe('the client against the service', () => {
       expect(refused).toMatchObject({ status: 400, invalidField: 'totalInventory' });
     });
 
+    it('when the answer to a write is lost and the read after it gets none either, says its outcome is unknown', async () => {
+      const bike = await catalogOf().create(newBike());
+      let patched = false;
+      const { fetch } = recordingFetch(({ method }) => {
+        if (method !== 'PATCH') return method === 'GET' && patched;
+        const first = !patched;
+        patched = true;
+        return first;
+      });
+      const failed = await catalogOf({ fetch })
+        .update(bike.id, { totalInventory: 41 })
+        .catch((err: unknown) => err);
+      expect(failed).toBeInstanceOf(ServerError);
+      expect(failed).toMatchObject({ written: 'unknown' });
+      expect((failed as Error).message).toMatch(/^PATCH \/bikes\/\S+: its outcome is unknown, and GET /);
+      // The first attempt was applied.
+      expect((await all()).find(({ id }) => id === bike.id)?.totalInventory).toBe(41);
+    });
+
     it('delete: keeps a bike changed since it was read (ConflictError); a second delete is NotFoundError', async () => {
       const ann = catalogOf();
       const created = await ann.create(newBike());

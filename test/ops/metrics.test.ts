@@ -1,5 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import fs from 'node:fs';
+import path from 'node:path';
 import { client, newBike } from '../support/bikes';
 import { createTestDatabase } from '../support/databases';
 import { readMetrics, seriesValue, valueOf } from '../support/metrics';
@@ -81,6 +82,27 @@ describe('GET /metrics', () => {
     expect([...routes].every((route) => route === 'unmatched' || /^\/[\w/:.-]*$/.test(route ?? ''))).toBe(true);
     expect([...routes].some((route) => route?.includes('-'))).toBe(false);
     expect(routes).toContain('unmatched');
+  });
+
+  it("has the buckets docs/operations.md's p99 query names, which the query reads by `le`", async () => {
+    await fetch(`${svc.baseUrl}/bikes/all`);
+    const guide = fs.readFileSync(path.join(__dirname, '..', '..', 'docs', 'operations.md'), 'utf8');
+    const section = guide.slice(guide.indexOf('- **p99 latency.**')).split(/\n- /)[0];
+    const listed = /buckets of ([^(]*)\(/.exec(section.replace(/\s+/g, ' '))?.[1] ?? '';
+    // "1, 2.5, 5, ... and 500 ms, 1, 2.5, 5 and 10 s" in seconds.
+    const seconds = listed
+      .split(/ ms,? /)
+      .flatMap((part, i) => [...part.matchAll(/[\d.]+/g)].map(([n]) => (i === 0 ? Number(n) / 1000 : Number(n))));
+    const histogram = (await readMetrics(svc.baseUrl)).find((f) => f.name === 'http_request_duration_seconds');
+    // (An object's keys: integers first, so in order of value.)
+    const buckets = Object.keys(histogram?.metrics[0].buckets ?? {})
+      .filter((le) => le !== '+Inf')
+      .map(Number)
+      .sort((a, b) => a - b);
+    expect(seconds).toEqual(buckets);
+    expect(section).toContain(
+      'histogram_quantile(0.99, sum by (route, le) (rate(http_request_duration_seconds_bucket[5m])))',
+    );
   });
 
   it('has latency histograms, the pool gauges, database errors and the process metrics', async () => {

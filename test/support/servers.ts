@@ -96,8 +96,13 @@ export interface Bouncer {
   remove(): Promise<void>;
 }
 
-/** PgBouncer in transaction pooling mode in front of the database `url` names (a superuser's URL). */
-export async function startPgBouncer(url: string): Promise<Bouncer> {
+/**
+ * PgBouncer in transaction pooling mode in front of the database `url` names (a superuser's URL).
+ * Given a `recipe` (a pgbouncer.ini's `[pgbouncer]` settings, as a guide writes them), those
+ * settings instead, but for where it listens and its files; its user's password in the auth file
+ * is then the SCRAM verifier PostgreSQL keeps, as the guide says.
+ */
+export async function startPgBouncer(url: string, recipe?: string): Promise<Bouncer> {
   const target = new URL(url);
   const database = target.pathname.slice(1);
   const user_ = decodeURIComponent(target.username);
@@ -105,8 +110,24 @@ export async function startPgBouncer(url: string): Promise<Bouncer> {
   const dir = tempDataDir('pgbouncer');
   giveTo(dir, user);
   const port = await freePort();
-  fs.writeFileSync(path.join(dir, 'users.txt'), `"${user_}" "${password}"\n`, { mode: 0o600 });
+  const secret = recipe === undefined ? password : await scramVerifierOf(url, user_);
+  fs.writeFileSync(path.join(dir, 'users.txt'), `"${user_}" "${secret}"\n`, { mode: 0o600 });
   giveTo(path.join(dir, 'users.txt'), user);
+  const ours = /^(listen_addr|listen_port|auth_file|unix_socket_dir|logfile|pidfile)\s*=/;
+  const settings =
+    recipe === undefined
+      ? [
+          'auth_type = scram-sha-256',
+          'pool_mode = transaction',
+          'default_pool_size = 4',
+          'max_client_conn = 500',
+          'ignore_startup_parameters = extra_float_digits,options',
+        ]
+      : recipe
+          .slice(recipe.indexOf('[pgbouncer]') + '[pgbouncer]'.length)
+          .split('\n')
+          .map((line) => line.trim())
+          .filter((line) => line !== '' && !line.startsWith(';') && !ours.test(line));
   fs.writeFileSync(
     path.join(dir, 'pgbouncer.ini'),
     [
@@ -116,12 +137,8 @@ export async function startPgBouncer(url: string): Promise<Bouncer> {
       'listen_addr = 127.0.0.1',
       `listen_port = ${port}`,
       'unix_socket_dir =',
-      'auth_type = scram-sha-256',
       `auth_file = ${path.join(dir, 'users.txt')}`,
-      'pool_mode = transaction',
-      'default_pool_size = 4',
-      'max_client_conn = 500',
-      'ignore_startup_parameters = extra_float_digits,options',
+      ...settings,
       'logfile =',
       'pidfile =',
     ].join('\n'),
@@ -149,6 +166,22 @@ export async function startPgBouncer(url: string): Promise<Bouncer> {
       fs.rmSync(dir, { recursive: true, force: true });
     },
   };
+}
+
+/** The SCRAM verifier PostgreSQL keeps for `role` (`SCRAM-SHA-256$...`), read as the superuser `url` names. */
+async function scramVerifierOf(url: string, role: string): Promise<string> {
+  const db = new Client({ connectionString: url });
+  await db.connect();
+  try {
+    const { rows } = await db.query<{ secret: string }>(
+      'SELECT rolpassword AS secret FROM pg_authid WHERE rolname = $1',
+      [role],
+    );
+    if (!rows[0]?.secret.startsWith('SCRAM-SHA-256$')) throw new Error(`${role} has no SCRAM verifier`);
+    return rows[0].secret;
+  } finally {
+    await db.end();
+  }
 }
 
 export interface Postgres15 {
