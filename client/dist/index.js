@@ -900,7 +900,7 @@ async function follow(ctx, onChange, { from, signal, pollMs = 1000, onStatus } =
             recent.delete(recent.values().next().value);
         await onChange(change);
     };
-    const feed = { ctx, deliver, signal, pollMs, report };
+    const feed = { ctx, deliver, signal, pollMs, report, status: () => status };
     let cursor = from;
     try {
         for (;;) {
@@ -960,7 +960,8 @@ async function pageAfter(feed, cursor) {
     if (!data)
         throw refusal(what, response);
     const full = data.length === PAGE;
-    if (data.length > 0)
+    // Caught up, a page that is not full is the next changes as they come, not a backlog.
+    if (full || (data.length > 0 && feed.status() !== 'caught-up'))
         feed.report('catching-up');
     for (const change of data) {
         await feed.deliver(change);

@@ -62,7 +62,7 @@ export async function follow(
     if (recent.size > REMEMBERED) recent.delete(recent.values().next().value as string);
     await onChange(change);
   };
-  const feed: Feed = { ctx, deliver, signal, pollMs, report };
+  const feed: Feed = { ctx, deliver, signal, pollMs, report, status: () => status };
   let cursor = from;
   try {
     for (;;) {
@@ -88,6 +88,7 @@ interface Feed {
   signal: AbortSignal | undefined;
   pollMs: number;
   report(status: FollowStatus): void;
+  status(): FollowStatus | undefined;
 }
 
 /** How follow's requests persist: for as long as it takes, `offline` meanwhile, `catching-up` once answered. */
@@ -134,7 +135,8 @@ async function pageAfter(feed: Feed, cursor: string): Promise<{ gone: true } | {
   if (response.status === 410 || refusedCursor) return { gone: true };
   if (!data) throw refusal(what, response);
   const full = data.length === PAGE;
-  if (data.length > 0) feed.report('catching-up');
+  // Caught up, a page that is not full is the next changes as they come, not a backlog.
+  if (full || (data.length > 0 && feed.status() !== 'caught-up')) feed.report('catching-up');
   for (const change of data as Change[]) {
     await feed.deliver(change);
     cursor = change.cursor;
