@@ -97,6 +97,27 @@ interface Answer {
     return { path, status, ms: Date.now() - started };
   }
 
+  it("answers the first requests after PostgreSQL stopped while the service was idle 503: one of them waits in PgBouncer's queue, the others are refused", async () => {
+    // PgBouncer keeps the first statement that finds its server gone waiting (for a server_login_retry
+    // and on), and refuses those after it at once ("server login has been failing"): whichever
+    // request sent that statement was answered at the 30 s cut-off, when the watch's question,
+    // refused, judged the server down but left the pool's connections alone.
+    for (let round = 0; round < 3; round++) {
+      for (const path of paths()) expect((await get(path)).status).toBe(200);
+      await primary.stop();
+      const answers = await Promise.all(paths().map(get));
+      console.log(`round ${round}: ${answers.map((a) => `${a.path} ${a.status} in ${a.ms} ms`).join(', ')}`);
+      for (const answer of answers) {
+        expect(answer.status).toBe(503);
+        expect(answer.ms).toBeLessThan(CUT_OFF_MS);
+      }
+      await primary.start();
+      await waitFor('every kind of request answered 200 again', async () =>
+        (await Promise.all(paths().map(get))).every((answer) => answer.status === 200) ? true : undefined,
+      );
+    }
+  });
+
   it('answers lists and GETs in flight 503, before the cut-off, and logs the outage once a change', async () => {
     for (const path of paths()) expect((await get(path)).status).toBe(200);
     const warnings = (from: number) => lines.slice(from).filter((line: LogLine) => line.level >= 40);
