@@ -12,6 +12,7 @@ import { watchCatalogIdentity } from './db/catalog-identity';
 import { prepareToServe, type Retention, roleMayChangeSchema } from './db/migrate';
 import { connectPool, queryOn, type ServicePool } from './db/pool';
 import { databaseReadiness } from './db/readiness';
+import { failing, type ServerState } from './db/server-watch';
 import { sharedLimit } from './db/rate-limits';
 import { replicaReads } from './db/replica';
 import { DOCS_PAGE } from './http/docs-router';
@@ -67,6 +68,16 @@ async function prepareWhenReachable(server: DatabaseServer, retention: Retention
   }
 }
 
+/**
+ * A change of a database's state (src/db/server-watch.ts), once: a requests' 503 while it is down
+ * or hangs is not logged again (src/http/errors.ts). Busy is no fault: a loaded machine.
+ */
+function logServerState(logger: Logger, pool: string, to: ServerState, from: ServerState): void {
+  if (failing(to)) logger.warn({ pool, state: to.name, err: to.reason }, `database ${to.name}: requests fail at once`);
+  else if (failing(from)) logger.info({ pool, state: to.name, was: from.name }, 'database answers again');
+  else logger.debug({ pool, state: to.name, was: from.name }, `database ${to.name}`);
+}
+
 async function closeWithin(pool: Pool, logger: Logger): Promise<void> {
   const result = await withinTime(
     pool.end().catch(() => undefined),
@@ -82,6 +93,7 @@ export async function startService(config: Config, logger: Logger, tuning: Servi
     const pool = connectPool(url, (err) => logger.warn({ err: err.message, pool: name }, 'database connection lost'), {
       ServerClient: databaseServer.ServerClient,
       preparedStatements: config.preparedStatements,
+      onServerState: (to, from) => logServerState(logger, name, to, from),
     });
     watchPool(name, pool);
     pools.push(pool);

@@ -64,6 +64,14 @@ export function isDatabaseUnavailable(err: unknown): boolean {
   );
 }
 
+/**
+ * True when the error is the watch's: the request failed at once, its server judged down or hung
+ * (ServerDownError), which the watch logged once, as the state changed.
+ */
+export function isServerDown(err: unknown): boolean {
+  return factsOf(err).errors.some((e) => e instanceof ServerDownError);
+}
+
 /** True when PostgreSQL refused a value the request carried (a string it cannot hold, a key too long to index). */
 export function isRejectedValue(err: unknown): boolean {
   return factsOf(err).codes.some((code) => REJECTED_VALUE_SQLSTATE.test(code));

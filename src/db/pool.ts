@@ -11,6 +11,7 @@ import {
 } from 'pg';
 import { GuardedClient } from '../pg-client';
 import { withinTime } from '../timeout';
+import { CONNECTION_WAIT_MS, failing, HANG_AFTER_MS, next, type Observation, type ServerState } from './server-watch';
 
 /** A query stuck on a half-dead connection must not hold a request forever. */
 const QUERY_TIMEOUT_MS = 30_000;
@@ -43,14 +44,9 @@ export interface PoolOptions {
   preparedStatements?: PreparedStatements;
   /** GuardedClient, or one that connects only to a server it can prove is the one meant (the embedded server's). */
   ServerClient?: typeof Client;
+  /** Told each change of the server's state (ServerWatch), once. */
+  onServerState?: OnServerState;
 }
-
-/**
- * How long a request may wait for one of the pool's connections while the server answers: a busy
- * service queues, it does not fail (docs/decisions.md#busy-is-not-down). While the server is
- * down or hangs, requests fail at once instead (ServerWatch).
- */
-const CONNECTION_WAIT_MS = 10_000;
 
 /** How long a cut-off waits for its cancel request to be taken. */
 const CANCEL_WAIT_MS = 1_000;
@@ -107,22 +103,17 @@ function cutOffStuckClients(pool: Pool, limitMs: number, onCutOff: (err: Error) 
   timer.unref();
 }
 
-/** A server that leaves a trivial query unanswered this long, while the pool makes no progress, hangs. */
-const HANG_AFTER_MS = 1_000;
-const HANG_CHECK_EVERY_MS = 250;
+/** How often the watch asks its question. */
+const ASK_EVERY_MS = 250;
 
 /** The server is down or hangs: what waits on it fails at once (503). */
 export class ServerDownError extends Error {}
 
 /**
- * Whether the server answers, asked every 250 ms with a SELECT 1 on a connection of its own. It
- * is down when that connection is refused or breaks, or is slow to be made while a query of the
- * pool makes no progress; and it hangs when the question goes unanswered for 1 s, or the
- * connection is not made in the 10 s the pool waits for one, while none of the pool's queries
- * completes either: a machine too busy to answer in a second still completes queries, and busy is
- * not down. Then every connection of the pool is closed, so what waits on them fails then (503,
- * or 504 for a write in flight) instead of at the 30 s cut-off. New requests fail at once while it
- * is down or hangs, until it answers again.
+ * Whether the server answers, asked every 250 ms with a SELECT 1 on a connection of its own, in
+ * the states of src/db/server-watch.ts: what each question finds goes to `next`, which says the
+ * state and what to do. New requests fail at once while the state is a failing one, until the
+ * server answers again.
  */
 interface ServerWatch {
   /** Set while the server is down or hangs. */
@@ -134,11 +125,22 @@ interface ServerWatch {
   unlessDown<T>(start: () => Promise<T>): Promise<T>;
 }
 
+/** The probe's connection, made or being made (which may take longer than a question), and since when. */
+interface Probe {
+  client: Client;
+  connected: Promise<unknown>;
+  made: boolean;
+  since: number;
+}
+
+/** A server's state changed from `from` to `to` (each change once, however many questions found it). */
+type OnServerState = (to: ServerState, from: ServerState) => void;
+
 function watchServer(
   pool: Pool,
   connectionString: string,
   ServerClient: typeof Client,
-  onHang: (err: Error) => void,
+  onState: OnServerState,
 ): ServerWatch {
   const connections = new Set<PoolClient>();
   let lastConnected = 0;
@@ -151,23 +153,31 @@ function watchServer(
   /** When each connection checked out of the pool was, while it is. */
   const checkedOut = new Map<PoolClient, number>();
   pool.on('acquire', (client) => checkedOut.set(client, Date.now()));
-  pool.on('release', (_err, client) => {
+  pool.on('release', (err, client) => {
     checkedOut.delete(client);
-    lastProgress = Date.now();
+    // Answered by the server: a result, or an error it reported (not one of a pooler without one).
+    if (!err || reportedByServer(err)) lastProgress = Date.now();
+    // A connection lost under a query: asked at once, so that the next requests fail at once
+    // rather than each finding it out (and saying so) until the next question.
+    else if (err instanceof Error) askNow();
   });
   pool.on('remove', (client) => checkedOut.delete(client as PoolClient));
   /** A query of the pool runs since `time` and has not completed. */
   const runningSince = (time: number) => [...checkedOut.values()].some((at) => at <= time);
+
+  let state: ServerState = { name: 'up' };
   let downError: ServerDownError | undefined;
   const waiting = new Set<(err: ServerDownError) => void>();
-  const setDown = (err: ServerDownError | undefined) => {
-    downError = err;
-    if (err) for (const fail of waiting) fail(err);
+  const enter = (to: ServerState) => {
+    const from = state;
+    state = to;
+    if (!failing(to)) downError = undefined;
+    else if (!failing(from) || from.reason !== to.reason) downError = new ServerDownError(to.reason);
+    if (downError) for (const fail of waiting) fail(downError);
+    if (from.name !== to.name) onState(to, from);
   };
 
-  /** The probe's connection, made or being made (which may take longer than a question), and since when. */
-  let probe: { client: Client; connected: Promise<unknown>; made: boolean; since: number } | undefined;
-  let asking = false;
+  let probe: Probe | undefined;
   const drop = (client: Client) => {
     client.on('error', () => undefined);
     client.connection.stream.destroy();
@@ -176,7 +186,7 @@ function watchServer(
     if (probe) drop(probe.client);
     probe = undefined;
   };
-  const newProbe = () => {
+  const newProbe = (): Probe => {
     // No time limit of pg's: the watch gives up on it (CONNECTION_WAIT_MS), and judges why.
     const client = new ServerClient({ connectionString });
     client.on('error', () => undefined);
@@ -197,7 +207,9 @@ function watchServer(
     }
     return pending;
   };
-  const ask = async (): Promise<void> => {
+
+  /** Asks the question once, on the probe's connection (made anew when there is none), and says what it found. */
+  const observe = async (): Promise<Observation> => {
     const asked = Date.now();
     probe ??= newProbe();
     const current = probe;
@@ -205,64 +217,47 @@ function watchServer(
     // A new connection is judged as the question is: on a busy machine, making one (a process
     // forked, SCRAM's rounds) can take longer than a second too, and it goes on meanwhile.
     const answer = current.connected.then(() => question(current.client));
-    let answered = false;
     const settled = answer.then(
-      () => (answered = true),
-      () => (answered = true),
+      () => ({ answer: 'yes' as const }),
+      (err: Error) => ({
+        answer: 'failed' as const,
+        connection: wasMade ? ('made before' as const) : ('not made before' as const),
+        message: err.message,
+        poolProgressed: lastProgress > asked,
+      }),
     );
+    let found: Observation | undefined;
+    void settled.then((outcome) => (found = outcome));
     await withinTime(settled, HANG_AFTER_MS);
     // A timer that fired late, after the event loop was held up, runs before the I/O that came
     // meanwhile: let that I/O run, then judge.
     await afterPendingIo();
-    if (!answered && !current.made && lastConnected > current.since) {
-      // The pool made a connection while this one was still being made: it was begun where the
-      // server no longer is (a port the embedded server left, now another's, who may never
-      // answer), or stalled; it says nothing of the server now: ask on a new one.
-      dropProbe();
-      return ask();
-    }
-    if (answered) {
-      try {
-        await answer;
-      } catch (err) {
-        if (probe === current) dropProbe();
-        if (!wasMade) throw err;
-        // A connection that broke since it was made (the server ended it: an administrator, its
-        // database dropped and made anew) says nothing of the server now: ask on a new one.
-        return ask();
-      }
-      setDown(undefined);
-      return;
-    }
-    // A connection not made in the time the pool itself waits for one.
-    const notConnecting = !current.made && Date.now() - current.since >= CONNECTION_WAIT_MS;
-    if (lastProgress > asked || (notConnecting && lastProgress > current.since)) {
-      // The pool's queries complete: busy, not hung. A connection that slow is made anew.
-      if (notConnecting) dropProbe();
-      return;
-    }
-    if (!wasMade && !notConnecting) {
-      // Its connection is slow to be made, and a query of the pool ran all the while without
-      // completing: down for new requests until it answers. (With none running, a service just
-      // started on a busy machine would answer 503 to a database that is up.) But making one can
-      // take seconds on a busy machine (at load 20 a second was not enough), so the pool's
-      // connections are left alone until it has taken as long as the pool waits for one.
-      if (runningSince(asked)) {
-        setDown(new ServerDownError(`the database did not take a connection within ${HANG_AFTER_MS / 1000} s`));
-      }
-      return;
-    }
-    // A question unanswered, or a connection not made, while none of the pool's queries completed
-    // meanwhile either: it hangs, as a stopped server or pooler does.
-    const hang = wasMade
-      ? `did not answer within ${HANG_AFTER_MS / 1000} s`
-      : `did not take a connection within ${CONNECTION_WAIT_MS / 1000} s`;
-    setDown(new ServerDownError(`the database ${hang}`));
-    onHang(new Error(`the database ${hang}; its connections were closed`));
-    for (const client of connections) drop(client);
-    dropProbe();
+    if (found) return found;
+    return {
+      answer: 'none',
+      connection: wasMade
+        ? { made: 'before' }
+        : current.made
+          ? { made: 'meanwhile' }
+          : { made: 'not yet', forMs: Date.now() - current.since, poolConnected: lastConnected > current.since },
+      poolProgressed: lastProgress > asked,
+      poolProgressedWhileConnecting: lastProgress > current.since,
+      poolQueryStuck: runningSince(asked),
+    };
   };
-  const timer = setInterval(() => {
+
+  /** One round: observe, enter the state `next` gives, and do what it says (asking again at once, if it says so). */
+  const ask = async (): Promise<void> => {
+    for (;;) {
+      const decision = next(state, await observe());
+      enter(decision.state);
+      if (decision.actions.includes('close connections')) for (const client of connections) drop(client);
+      if (decision.actions.includes('new probe')) dropProbe();
+      if (!decision.actions.includes('ask again')) return;
+    }
+  };
+  let asking = false;
+  function askNow(): void {
     if (pool.ended) {
       clearInterval(timer);
       dropProbe();
@@ -271,12 +266,10 @@ function watchServer(
     if (asking) return;
     asking = true;
     ask()
-      .catch((err: Error) => {
-        // Refused or broken: down (the pool sees it by itself too, and reconnects once it is back).
-        setDown(new ServerDownError(`the database cannot be reached: ${err.message}`));
-      })
+      .catch((err: Error) => enter({ name: 'down', reason: `the database cannot be reached: ${err.message}` }))
       .finally(() => (asking = false));
-  }, HANG_CHECK_EVERY_MS);
+  }
+  const timer = setInterval(askNow, ASK_EVERY_MS);
   timer.unref();
 
   return {
@@ -303,8 +296,13 @@ export interface ServicePool extends Pool {
   readonly server: ServerWatch;
 }
 
-/** The connections that prepare statements by name (decidePreparing). */
-const preparing = new WeakSet<ClientBase>();
+/**
+ * The connections that prepare statements by name (decidePreparing), each with its pool's word on
+ * it: `forgotten` once a server connection of that pool did not have a statement one of them had
+ * prepared, or had another's under its name (a pooler that does not keep them), after which none
+ * of that pool's connections prepares any.
+ */
+const preparing = new WeakMap<ClientBase, { forgotten: boolean }>();
 
 /**
  * Whether `client`'s connection is a session of the server's own, in which a statement prepared
@@ -324,8 +322,11 @@ async function isOwnSession(client: ClientBase): Promise<boolean> {
  * then fails as it would have.
  */
 function decidePreparing(mode: PreparedStatements) {
+  const pool = { forgotten: false };
   return async (client: ClientBase): Promise<void> => {
-    if (mode === 'on' || (mode === 'auto' && (await isOwnSession(client).catch(() => false)))) preparing.add(client);
+    if (mode === 'on' || (mode === 'auto' && (await isOwnSession(client).catch(() => false)))) {
+      preparing.set(client, pool);
+    }
   };
 }
 
@@ -337,7 +338,12 @@ function decidePreparing(mode: PreparedStatements) {
 export function connectPool(
   databaseUrl: string,
   onError: (err: Error) => void,
-  { queryTimeoutMs = QUERY_TIMEOUT_MS, ServerClient = GuardedClient, preparedStatements = 'auto' }: PoolOptions = {},
+  {
+    queryTimeoutMs = QUERY_TIMEOUT_MS,
+    ServerClient = GuardedClient,
+    preparedStatements = 'auto',
+    onServerState = () => undefined,
+  }: PoolOptions = {},
 ): ServicePool {
   const pool = new Pool({
     Client: ServerClient,
@@ -350,7 +356,7 @@ export function connectPool(
   // An idle connection that PostgreSQL drops (restart, outage) must not crash the process.
   pool.on('error', onError);
   cutOffStuckClients(pool, queryTimeoutMs, onError);
-  return Object.assign(pool, { server: watchServer(pool, databaseUrl, ServerClient, onError) });
+  return Object.assign(pool, { server: watchServer(pool, databaseUrl, ServerClient, onServerState) });
 }
 
 /**
@@ -365,30 +371,44 @@ export type Query = <Row extends QueryResultRow>(
 
 /**
  * What PostgreSQL answers a statement prepared before that no longer stands, before running it:
- * what it returns has changed (a migration: "cached plan must not change result type", 0A000),
- * or the server does not know it (26000).
+ * what it returns has changed (a migration: "cached plan must not change result type", 0A000), or
+ * the server connection does not know it (26000), or has one of that name already (42P05). The
+ * last two come of a pooler that does not keep prepared statements (PgBouncer before 1.21, or
+ * without max_prepared_statements, with DATABASE_PREPARED_STATEMENTS=on): a server connection of
+ * the service's own never forgets one, nor has one it did not prepare.
  */
-const STALE_STATEMENT = new Set(['0A000', '26000']);
+const STALE_STATEMENT = new Set(['0A000', '26000', '42P05']);
+const FORGOTTEN_STATEMENT = new Set(['26000', '42P05']);
+
+/** A statement prepared before no longer stands (STALE_STATEMENT): it was refused before it ran. */
+export function isStaleStatement(err: unknown): boolean {
+  return err instanceof DatabaseError && STALE_STATEMENT.has(err.code ?? '');
+}
 
 /**
  * Queries on one connection of the pool, checked out. Through pg's callback form, as pg-pool's
  * own `query` does: its promise form kept each result reachable for longer, and a list of
  * 100,000 bikes read in 400 batches on one connection grew the heap by 35 MB more
- * (docs/decisions.md#compression). A statement prepared before that no longer stands runs again
- * unnamed, and the connection prepares nothing more.
+ * (docs/decisions.md#compression). A statement prepared before that no longer stands was refused
+ * before it ran: the connection prepares nothing more (nor any of its pool's, when the server
+ * forgot it), and the statement runs again unnamed, unless `inTransaction` (which the refusal
+ * ended: the error is the caller's, isStaleStatement).
  */
-export function queryOnClient(client: PoolClient): Query {
+export function queryOnClient(client: PoolClient, { inTransaction = false } = {}): Query {
   const run = <Row extends QueryResultRow>(text: string, values: unknown[], name: string | undefined) =>
     new Promise<QueryResult<Row>>((resolve, reject) =>
       client.query<Row>({ text, values, name }, (err, result) => (err ? reject(err) : resolve(result))),
     );
   return async <Row extends QueryResultRow>(text: string, values: unknown[], name?: string) => {
-    if (name === undefined || !preparing.has(client)) return run<Row>(text, values, undefined);
+    const pool = preparing.get(client);
+    if (name === undefined || !pool || pool.forgotten) return run<Row>(text, values, undefined);
     try {
       return await run<Row>(text, values, name);
     } catch (err) {
-      if (!(err instanceof DatabaseError && STALE_STATEMENT.has(err.code ?? ''))) throw err;
+      if (!isStaleStatement(err)) throw err;
       preparing.delete(client);
+      if (FORGOTTEN_STATEMENT.has((err as DatabaseError).code ?? '')) pool.forgotten = true;
+      if (inTransaction) throw err;
       return run<Row>(text, values, undefined);
     }
   };

@@ -1,7 +1,7 @@
 import type { PoolClient, QueryResult, QueryResultRow } from 'pg';
 import { databaseErrors, databaseReads, replicaLag } from '../metrics';
 import { withinTime } from '../timeout';
-import { acquire, type Query, queryOn, queryOnClient, type ServicePool } from './pool';
+import { acquire, isStaleStatement, type Query, queryOn, queryOnClient, type ServicePool } from './pool';
 
 export type { Query };
 
@@ -47,6 +47,8 @@ export interface Reads {
   stale?(): { replayedAt: Date | null } | undefined;
 }
 
+const BEGIN_SNAPSHOT = 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY';
+
 async function openSnapshot<T>(
   pool: ServicePool,
   begin: (query: Query) => Promise<T>,
@@ -61,14 +63,14 @@ async function openSnapshot<T>(
     client.release(err === undefined ? undefined : err instanceof Error ? err : true);
   };
   try {
-    await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
+    await client.query(BEGIN_SNAPSHOT);
   } catch (err) {
     giveBack(err);
     throw err;
   }
   let closed = false;
   const snapshot: Snapshot = {
-    query: queryOnClient(client),
+    query: queryOnClient(client, { inTransaction: true }),
     async close() {
       if (closed) return;
       closed = true;
@@ -82,7 +84,15 @@ async function openSnapshot<T>(
     },
   };
   try {
-    return { begun: await begin(snapshot.query), snapshot };
+    try {
+      return { begun: await begin(snapshot.query), snapshot };
+    } catch (err) {
+      // A statement prepared before that no longer stands ended the transaction before it read
+      // anything; the connection prepares none now: begun once more (src/db/pool.ts, queryOnClient).
+      if (!isStaleStatement(err)) throw err;
+      await client.query(`ROLLBACK; ${BEGIN_SNAPSHOT}`);
+      return { begun: await begin(snapshot.query), snapshot };
+    }
   } catch (err) {
     await snapshot.close();
     throw err;

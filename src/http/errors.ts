@@ -1,7 +1,7 @@
 import { type OutgoingHttpHeaders, STATUS_CODES } from 'node:http';
 import type Koa from 'koa';
 import { KeysUnavailable } from '../auth/provider';
-import { isDatabaseUnavailable } from '../db/errors';
+import { isDatabaseUnavailable, isServerDown } from '../db/errors';
 import { WriteOutcomeUnknown } from '../db/pool';
 import type { Logger } from '../logger';
 import { HEADERS, KEPT_ON_ERRORS } from './headers';
@@ -71,7 +71,10 @@ export function errorHandler(logger: Logger): Koa.Middleware {
       const cause = err instanceof HttpError ? err.cause : err;
       if (status === 500) logger.error({ err }, 'unexpected error');
       else if (keys) logger.warn({ err: (keys.cause as Error | undefined)?.message }, keys.message);
-      else if (cause instanceof WriteOutcomeUnknown || isDatabaseUnavailable(cause)) {
+      else if (isServerDown(cause)) {
+        // Failed at once, the server judged down or hung: the watch said so once, as it changed.
+        logger.debug({ err: (cause as Error).message }, 'database unavailable');
+      } else if (cause instanceof WriteOutcomeUnknown || isDatabaseUnavailable(cause)) {
         logger.warn({ err: (cause as Error).message }, 'database unavailable');
       } else if (cause instanceof Error) {
         // A 503 of the service's own (a limit of this instance) says why; a 4xx, the value refused.
