@@ -33,7 +33,8 @@ const finiteNumber = (example: number) =>
     .typeError(WRONG_TYPE)
     .strict()
     .defined()
-    .test('finite', '${path} must be a finite number', (value) => value === undefined || Number.isFinite(value))
+    // Absent or null (where the field may be null) is not a number to judge: yup's own tests skip them too.
+    .test('finite', '${path} must be a finite number', (value) => value == null || Number.isFinite(value))
     .meta({ example });
 
 const boolean = (example: boolean) => yup.boolean().typeError(WRONG_TYPE).strict().defined().meta({ example });
