@@ -1,5 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
+import ts from 'typescript';
 
 /**
  * docs/architecture.md names files and what they declare; it must stay true of the code. Every
@@ -76,5 +77,60 @@ describe('docs/architecture.md against the code', () => {
         !PATH.test(file) || !exists(file) || !declares(fs.readFileSync(path.join(ROOT, file), 'utf8'), name),
     );
     expect(wrong).toEqual([]);
+  });
+});
+
+/**
+ * No circle of imports in src/ (docs/architecture.md#folders-and-what-each-may-import): a file
+ * that reaches itself through its imports, type imports included, is two things that belong
+ * apart or together. Read with TypeScript's own parser, each relative import resolved as the
+ * compiler resolves it here (`./x` is `x.ts` or `x/index.ts`).
+ */
+describe('the imports of src/', () => {
+  const SRC = path.join(ROOT, 'src');
+  const files = (function walk(folder: string): string[] {
+    return fs.readdirSync(folder, { withFileTypes: true }).flatMap((entry) => {
+      const file = path.join(folder, entry.name);
+      if (entry.isDirectory()) return entry.name === 'generated' ? [] : walk(file);
+      return file.endsWith('.ts') && !file.endsWith('.d.ts') ? [file] : [];
+    });
+  })(SRC);
+  const importsOf = (file: string): string[] =>
+    ts
+      .preProcessFile(fs.readFileSync(file, 'utf8'), true, false)
+      .importedFiles.map(({ fileName }) => fileName)
+      .filter((name) => name.startsWith('.'))
+      .map((name) => path.resolve(path.dirname(file), name))
+      .flatMap(
+        (target) => [target, `${target}.ts`, path.join(target, 'index.ts')].find((f) => files.includes(f)) ?? [],
+      );
+  const graph = new Map(files.map((file) => [file, importsOf(file)]));
+
+  /** Every circle, each once, as the files on it from the one first in the list of files. */
+  function circles(): string[][] {
+    const found: string[][] = [];
+    const state = new Map<string, 'open' | 'done'>();
+    const stack: string[] = [];
+    const visit = (file: string) => {
+      state.set(file, 'open');
+      stack.push(file);
+      for (const next of graph.get(file) ?? []) {
+        if (state.get(next) === 'open') found.push(stack.slice(stack.indexOf(next)).map((f) => path.relative(ROOT, f)));
+        else if (!state.has(next)) visit(next);
+      }
+      stack.pop();
+      state.set(file, 'done');
+    };
+    for (const file of files) if (!state.has(file)) visit(file);
+    return found;
+  }
+
+  it('reads the imports (this test finds the files and their imports)', () => {
+    expect(files.length).toBeGreaterThan(50);
+    expect(graph.get(path.join(SRC, 'http', 'route.ts'))).toContain(path.join(SRC, 'http', 'endpoint.ts'));
+  });
+
+  it('has no circle', () => {
+    expect(circles()).toEqual([]);
   });
 });

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { bike as bikeSchema } from '../src/bikes/bike';
 import { bikeJson, bikesJson } from '../src/api/bike-json';
-import { type Shape, shapeOf } from './support/bikes';
+import { nullablePaths, type Shape, shapeOf } from './support/bikes';
 
 /** The compiled serializer must write exactly what JSON.stringify writes: clients see the same bytes. */
 describe('the bike serializer', () => {
@@ -18,10 +18,15 @@ describe('the bike serializer', () => {
     boolean: fc.boolean(),
     uuid: fc.uuid(),
   };
-  const objectOf = (shape: Shape): fc.Arbitrary<Record<string, unknown>> =>
+  /** An optional field (one that may be null) is null half the time. */
+  const optional = new Set(nullablePaths(bikeSchema));
+  const objectOf = (shape: Shape, prefix = ''): fc.Arbitrary<Record<string, unknown>> =>
     fc.record(
       Object.fromEntries(
-        Object.entries(shape).map(([key, field]) => [key, typeof field === 'string' ? leaves[field] : objectOf(field)]),
+        Object.entries(shape).map(([key, field]) => {
+          const value = typeof field === 'string' ? leaves[field] : objectOf(field, `${prefix}${key}.`);
+          return [key, optional.has(`${prefix}${key}`) ? fc.option(value, { nil: null, freq: 2 }) : value];
+        }),
       ),
     );
   const bike = objectOf({ ...shapeOf(bikeSchema), id: 'uuid' });

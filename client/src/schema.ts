@@ -141,7 +141,7 @@ export interface paths {
         put?: never;
         /**
          * Create a bike
-         * @description The server makes the id (UUID v4) and the handle (from the title); a body id or handle is ignored. `POST /bikes` is the same route.
+         * @description The server makes the id (UUID v4) and the handle (from the title); a body id or handle is ignored. A field the bike does not have is ignored too: not stored, not returned. `POST /bikes` is the same route.
          */
         post: operations["createBike"];
         delete?: never;

@@ -3,6 +3,7 @@ import type Koa from 'koa';
 import * as yup from 'yup';
 import { scopeOf } from '../auth/caller';
 import { bikeFields, deriveHandle, patch, replacement } from '../bikes/bike';
+import { asStored } from '../bikes/fields';
 import { PRECONDITION_FAILED, type StoredBike } from '../bikes/repository';
 import { WriteOutcomeUnknown } from '../db/pool';
 import { type EntityTags, setValidators } from '../http/conditional';
@@ -90,7 +91,7 @@ export const createBike = operation({
   summary: 'Create a bike',
   description:
     'The server makes the id (UUID v4) and the handle (from the title); a body id or handle is ignored. ' +
-    '`POST /bikes` is the same route.',
+    'A field the bike does not have is ignored too: not stored, not returned. `POST /bikes` is the same route.',
   token: true,
   limit: 'writes',
   input: inputOf({ body: bikeFields, headers: yup.object({ 'idempotency-key': idempotencyKey }) }),
@@ -121,12 +122,14 @@ export const createBike = operation({
         await writing(path, onPrimary.create(callerOf(ctx), create.id, create.handle, create.fields)),
       );
     }
-    // The fields as checked (unknown ones dropped), in the schema's order.
+    // The bike as it will be stored: the fields as checked (unknown ones dropped), an optional one
+    // left out as null (so leaving it out and sending null are the same create), in the map's order.
+    const { id: _id, handle: _handle, ...fields } = asStored({ id: create.id, handle: create.handle, ...body });
     const request = {
       client: scopeOf(callerOf(ctx)),
       key,
-      fingerprint: createHash('sha256').update(JSON.stringify(body)).digest('base64url'),
-      response: bikeJson({ id: create.id, handle: create.handle, ...create.fields }),
+      fingerprint: createHash('sha256').update(JSON.stringify(fields)).digest('base64url'),
+      response: bikeJson({ id: create.id, handle: create.handle, ...fields }),
     };
     const outcome = await writing(path, onPrimary.createOnce(callerOf(ctx), request, create));
     switch (outcome.kind) {

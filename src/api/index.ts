@@ -9,10 +9,11 @@ import { eventStreams } from '../http/event-stream';
 import type { AbuseLimits } from '../http/limits';
 import { routerOf } from '../http/route';
 import { createBike, deleteBike, getBike, getBikeByHandle, replaceBike, updateBike } from './bikes';
-import { browseBikes, pageCursors } from './browse';
+import { browseBikes } from './browse';
 import { bikeChanges } from './changes';
 import { listBikes, searchBikesByTitle } from './lists';
 import type { Api } from './operation';
+import { pageCursors } from './page-cursors';
 import { readerOf } from './reads';
 import { issueToken } from './tokens';
 

@@ -5,8 +5,8 @@ import type { ChangeFeed } from '../feed/following';
 import type { EntityTags } from '../http/conditional';
 import { HttpError } from '../http/errors';
 import type { EventStreams } from '../http/event-stream';
-import type { Route } from '../http/route';
-import type { PageCursors } from './browse';
+import type { Route } from '../http/route-declaration';
+import type { PageCursors } from './page-cursors';
 
 /** What the operations' handlers work with: made once, by apiRouter (index.ts). */
 export interface Api {

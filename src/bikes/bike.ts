@@ -33,7 +33,8 @@ const finiteNumber = (example: number) =>
     .typeError(WRONG_TYPE)
     .strict()
     .defined()
-    .test('finite', '${path} must be a finite number', (value) => value === undefined || Number.isFinite(value))
+    // Absent or null (where the field may be null) is not a number to judge: yup's own tests skip them too.
+    .test('finite', '${path} must be a finite number', (value) => value == null || Number.isFinite(value))
     .meta({ example });
 
 const boolean = (example: boolean) => yup.boolean().typeError(WRONG_TYPE).strict().defined().meta({ example });
@@ -48,7 +49,13 @@ const object = <Shape extends yup.ObjectShape>(shape: Shape, name?: string) =>
 
 const money = object({ amount: finiteNumber(499.99), currencyCode: text('USD') }, 'Money');
 
-/** The fields a client sets, in the order responses list them. */
+/**
+ * The fields a client sets, in the order responses list them. A field every bike has is written as
+ * above (`text('54 cm')`); one a bike may be without, as its type's `.nullable().optional()`
+ * (`finiteNumber(9.5).nullable().optional()`): null is its value then, and a create or a
+ * replacement that leaves it out stores null; a patch that leaves it out keeps it
+ * (docs/development.md#adding-a-field-to-the-bike).
+ */
 const clientFields = {
   title: text('Hybrid Bicycle Sentra'),
   productType: text('Hybrid'),
@@ -67,8 +74,15 @@ export const bikeFields = object(clientFields);
 const id = text('3f1c2a9e-8d4b-4c6f-9a1e-2b7d5e8f0c41');
 const handle = text('hybrid-bicycle-sentra');
 
-/** A bike as stored and returned: the server's id and handle, then the client's fields. */
-export const bike = object({ id: id.uuid(), handle, ...clientFields });
+/** Each field of a shape as a response has it: always there, an optional one as null when the bike has no value. */
+type Present<Shape> = { [Key in keyof Shape]: Shape[Key] extends { defined(): infer Defined } ? Defined : Shape[Key] };
+const present = <Shape extends yup.ObjectShape>(shape: Shape) =>
+  Object.fromEntries(
+    Object.entries(shape).map(([key, field]) => [key, (field as yup.Schema).defined()]),
+  ) as Present<Shape>;
+
+/** A bike as stored and returned: the server's id and handle, then the client's fields, every one of them. */
+export const bike = object({ id: id.uuid(), handle, ...present(clientFields) });
 
 /** PUT /bikes/<id>: the client's fields, plus a truthy id and handle (the specification's words). */
 export const replacement = object({ id: id.min(1), handle: handle.min(1), ...clientFields });

@@ -183,8 +183,9 @@ export const statements = {
       .returning(STORED_COLUMNS),
   ),
   /**
-   * PATCH: the given columns, each null one as it is (no field of a bike can be null), so
-   * concurrent patches of other fields are kept: each SET reads the row as the update finds it.
+   * PATCH: the columns the patch names (`patched`) set to its values, null included, and the rest
+   * as they are, so concurrent patches of other fields are kept: each SET reads the row as the
+   * update finds it. One statement for every set of fields.
    */
   patch: prepare({ id: param<string>(), ...patchParams(), ...conditionParams(), ...writerParams() }, (p) =>
     asWriter(p)
@@ -483,7 +484,7 @@ export function createBikeRepository({ writes, reads = poolReads(writes) }: { wr
       const values = patchValues(patch);
       // An empty patch writes nothing: the bike as it is, if the conditions hold; so too one
       // that can hold for no bike there (If-None-Match: *).
-      if (Object.values(values).every((value) => value === null) || when.ifNoneMatch?.any) {
+      if (values.patched.length === 0 || when.ifNoneMatch?.any) {
         return judged(await current(id), when);
       }
       const rows = await statements.patch.run(write, {

@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import type { Bike } from '../bikes/bike';
-import { fromModelFields, isWhole, writtenColumnsOf } from '../bikes/fields';
+import { fromChange, writtenColumnsOf } from '../bikes/fields';
 import { catalogTriggers } from '../bikes/catalog-version';
 import type { Query } from '../db/pool';
 import { headThenRows, kysely, param, prepare } from '../db/sql';
@@ -169,11 +169,9 @@ export async function pruneChanges(query: Query, retentionDays: number): Promise
 
 type Row = Awaited<ReturnType<typeof statements.after.run>>[number];
 
-/** The bike an upsert's row holds; none for a delete, whose row has only the bike's id. */
-function bikeOf(row: Row): Bike | undefined {
-  if (row.kind === 'delete' || row.bike_id === null) return undefined;
-  const fields = { ...row, id: row.bike_id };
-  return isWhole(fields) ? fromModelFields(fields) : undefined;
+/** The bike a change's row holds, told by its kind (a create or an update: an upsert); none for a delete. */
+function bikeOf(row: Row & { kind: string; bike_id: string }): Bike | undefined {
+  return fromChange(row.kind, { ...row, id: row.bike_id });
 }
 
 /**
@@ -195,9 +193,11 @@ export async function changesAfter(
   const below = BigInt(first.below);
   const changes: Change[] = [];
   for (const row of rows) {
-    if (row.txid === null || row.change_id === null || row.bike_id === null) continue;
+    // The head's row: the log's state, no change.
+    if (row.txid === null || row.change_id === null || row.bike_id === null || row.kind === null) continue;
     const point = pointAfter({ txid: row.txid, changeId: row.change_id }, from.snapshot);
-    const bike = bikeOf(row);
+    const bike = bikeOf({ ...row, kind: row.kind, bike_id: row.bike_id });
+    // The log's kind says which (a bike's field may be null): a delete holds no bike.
     changes.push(bike ? { point, kind: 'upsert', id: row.bike_id, bike } : { point, kind: 'delete', id: row.bike_id });
   }
   return {

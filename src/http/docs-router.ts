@@ -2,7 +2,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import type Router from '@koa/router';
 import { HttpError } from './errors';
-import type { PlainRoute } from './openapi';
+import type { PlainRoute } from './plain-route';
 import { newRouter } from './path-matching';
 
 /**

@@ -13,11 +13,8 @@ import { invalidFieldHeader } from './invalid-field';
 import type { AbuseLimits } from './limits';
 import { isWellFormedPath } from './path-matching';
 import { holds, type WriteConditions } from './preconditions';
-import type { Route, RouteDeclaration } from './route';
+import type { ErrorStatus, Route, RouteDeclaration } from './route-declaration';
 import { check, describe } from './schema';
-
-/** The error statuses a route can answer, besides 431 (node's HTTP parser, for any request). */
-export type ErrorStatus = 400 | 401 | 403 | 404 | 409 | 410 | 412 | 413 | 415 | 422 | 429 | 503 | 504;
 
 /** The route's input has a body: then the request body is read. */
 export function hasBody(route: RouteDeclaration<unknown>): boolean {

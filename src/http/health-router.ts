@@ -1,7 +1,7 @@
 import type Router from '@koa/router';
 import type { Readiness } from '../db/readiness';
 import { registry } from '../metrics';
-import type { PlainRoute } from './openapi';
+import type { PlainRoute } from './plain-route';
 import { newRouter } from './path-matching';
 
 /**

@@ -43,14 +43,16 @@ export function fromDescription(description: Description, components?: Record<st
 function convert(description: Description, components?: Record<string, JsonSchema>, top = false): JsonSchema {
   const name = (description.meta as { name?: string } | undefined)?.name;
   if (name && !top && components) {
-    components[name] ??= convert(description, components, true);
-    return { $ref: `#/components/schemas/${name}` };
+    components[name] ??= convert({ ...description, nullable: false }, components, true);
+    const ref = { $ref: `#/components/schemas/${name}` };
+    return description.nullable ? { anyOf: [ref, { type: 'null' }] } : ref;
   }
   const tests = TESTS[description.type];
-  if (!tests || description.nullable) throw new Error(`OpenAPI: no translation for this ${description.type} schema`);
+  if (!tests) throw new Error(`OpenAPI: no translation for this ${description.type} schema`);
   const meaning = (description.meta as { description?: string } | undefined)?.description;
   let schema: JsonSchema = {
-    type: description.type,
+    // A field that may be null says so: null is one of its values.
+    type: description.nullable ? [description.type, 'null'] : description.type,
     ...(meaning && { description: meaning }),
     ...(description.oneOf.length > 0 && { enum: description.oneOf }),
   };

@@ -1,14 +1,16 @@
 import fs from 'node:fs';
 import { STATUS_CODES } from 'node:http';
 import path from 'node:path';
-import { hasValidators, type ErrorStatus } from './endpoint';
+import { hasValidators } from './endpoint';
 import { DOCS_ROUTES } from './docs-router';
 import { HEADERS, type HeaderName } from './headers';
 import { HEALTH_ROUTES } from './health-router';
 import { fromDescription, type JsonSchema } from './json-schema';
 import { LISTENER_ANSWERS, LISTENER_BODIES } from './listener';
 import { UNMATCHED_ANSWERS } from './method-not-allowed';
-import { alwaysSent, headersOf, type RouteDeclaration } from './route';
+import type { PlainRoute } from './plain-route';
+import { alwaysSent, headersOf } from './route';
+import type { ErrorStatus, RouteDeclaration } from './route-declaration';
 import { describe } from './schema';
 
 /**
@@ -107,19 +109,6 @@ const NOT_MODIFIED = {
 
 /** Request headers that are not parameters: the security scheme's, and the body's type and coding. */
 const NOT_PARAMETERS = new Set<HeaderName>(['Authorization', 'Content-Type', 'Content-Encoding']);
-
-/**
- * A route the service serves beside the API's operations, for operators and the docs page
- * (health-router.ts, docs-router.ts): the document lists it as it is, under the tag `operations`.
- */
-export interface PlainRoute {
-  /** The OpenAPI path: `{name}` for a parameter (any string). */
-  path: string;
-  operationId: string;
-  summary: string;
-  /** Each status it answers: what it means, the media types of its body, the headers it carries besides X-Request-Id. */
-  responses: Record<number, { description: string; types: string[]; headers?: HeaderName[] }>;
-}
 
 /** The schema of a plain route's body, by its media type: text otherwise. */
 const PLAIN_SCHEMAS: Record<string, JsonSchema> = {

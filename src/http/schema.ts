@@ -63,7 +63,8 @@ export function describe(schema: yup.Schema): Description {
 }
 
 function pick(description: Description, value: unknown): unknown {
-  if (!description.fields) return value;
+  // A null, where the schema lets a field be null, is a value as given.
+  if (!description.fields || value === null) return value;
   const source = value as Record<string, unknown>;
   const picked: Record<string, unknown> = {};
   for (const [key, field] of Object.entries(description.fields)) {

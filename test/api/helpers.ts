@@ -2,7 +2,7 @@ import http from 'node:http';
 import { randomBytes, randomUUID } from 'node:crypto';
 import jwt from 'jsonwebtoken';
 import { type Bike, bike as bikeSchema, type BikeFields, bikeFields } from '../../src/bikes/bike';
-import { issueToken, newBike, type Shape, shapeOf } from '../support/bikes';
+import { issueToken, newBike, nullablePaths, OPTIONAL_FIELD_PATHS, type Shape, shapeOf } from '../support/bikes';
 import { createTestDatabase } from '../support/databases';
 import { spawnService } from '../support/process';
 import { startTestService } from '../support/service';
@@ -189,17 +189,30 @@ export function expectedBike(fields: BikeFields, id: string, handle: string): Bi
     Object.fromEntries(
       Object.entries(shape).map(([key, field]) => {
         const given = (value as Record<string, unknown>)[key];
-        return [key, typeof field === 'string' ? given : picked(given, field)];
+        // An optional field left out is stored as null.
+        return [key, typeof field === 'string' ? (given ?? null) : picked(given, field)];
       }),
     );
   return picked({ id, handle, ...fields }, BIKE_SHAPE) as Bike;
 }
 
-/** The shape of a value as shapeOf gives a schema's: objects' keys, and each leaf's JSON type. */
-function shapeOfValue(value: unknown): Shape | string {
+/** The fields of a bike that may be null. */
+const NULLABLE = new Set(nullablePaths(bikeSchema));
+
+/**
+ * The shape of a value as shapeOf gives a schema's: objects' keys, and each leaf's JSON type; a
+ * null where the bike's field may be null, as the field's type.
+ */
+function shapeOfValue(value: unknown, path = '', shape: Shape | string = BIKE_SHAPE): Shape | string {
+  if (value === null && NULLABLE.has(path)) return shape;
   if (value === null || typeof value !== 'object' || Array.isArray(value))
     return value === null ? 'null' : typeof value;
-  return Object.fromEntries(Object.entries(value).map(([key, field]) => [key, shapeOfValue(field)]));
+  return Object.fromEntries(
+    Object.entries(value).map(([key, field]) => [
+      key,
+      shapeOfValue(field, path ? `${path}.${key}` : key, typeof shape === 'string' ? shape : (shape[key] ?? '')),
+    ]),
+  );
 }
 
 /** Asserts the object has exactly the bike's fields, at every level, each of its type. */
@@ -247,8 +260,10 @@ const CLIENT_FIELD_TYPES = (function paths(shape: Shape, prefix = ''): [string, 
   );
 })(shapeOf(bikeFields));
 
-/** Every client field path of a bike body, nested ones included. */
-export const CLIENT_FIELD_PATHS = CLIENT_FIELD_TYPES.map(([path]) => path);
+/** Every client field path a bike body must carry, nested ones included (an optional field may be left out). */
+export const CLIENT_FIELD_PATHS = CLIENT_FIELD_TYPES.map(([path]) => path).filter(
+  (path) => !OPTIONAL_FIELD_PATHS.includes(path),
+);
 
 /** Values of the wrong type for each client field (strict: "5" is not a number, "true" not a boolean). */
 export const WRONG_TYPES: Array<[string, unknown]> = [

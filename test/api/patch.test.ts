@@ -1,5 +1,9 @@
 import { randomUUID } from 'node:crypto';
+import { bikeFields, type BikeFields } from '../../src/bikes/bike';
+import { exampleOf } from '../../src/http/schema';
+import { OPTIONAL_FIELD_PATHS } from '../support/bikes';
 import {
+  CLIENT_FIELD_PATHS,
   EXACT_NUMBERS,
   NOT_UUIDS,
   NUL_FIELDS,
@@ -77,6 +81,42 @@ describe('PATCH /bikes/<id> (partial update)', () => {
       const res = await api.request('PATCH', `/bikes/${bike.id}`, { json: { title: 'Other Title', handle } });
       expect(res.json()).toEqual({ ...bike, title: 'Other Title', handle });
       expect((await api.byHandle(handle)).json()).toEqual({ ...bike, title: 'Other Title', handle });
+    });
+
+    it('sets to null an optional field it names with null, keeps one it leaves out, and refuses null for any other field', async () => {
+      // Each optional field (none today: the field map's own test holds them, test/field-map.test.ts).
+      for (const path of OPTIONAL_FIELD_PATHS) {
+        const example = path.split('.').reduce<unknown>((value, key) => (value as never)[key], exampleOf(bikeFields));
+        const bike = await api.create(withValue(newBike(), path, example) as unknown as BikeFields);
+        const kept = await api.request('PATCH', `/bikes/${bike.id}`, { json: { handle: 'kept' } });
+        expect(kept.json()).toEqual({ ...bike, handle: 'kept' });
+        const cleared = await api.request('PATCH', `/bikes/${bike.id}`, { json: onlyField(path, null) });
+        expect(cleared.status).toBe(200);
+        expect(cleared.json()).toEqual(withValue({ ...bike, handle: 'kept' } as never, path, null));
+        expect(await api.find(bike.id)).toEqual(cleared.json());
+      }
+      const bike = await api.create();
+      for (const path of CLIENT_FIELD_PATHS) {
+        await expectUnchanged(bike, () => api.request('PATCH', `/bikes/${bike.id}`, { json: onlyField(path, null) }));
+      }
+    });
+
+    it('ignores unknown fields, top-level and nested: not stored, not returned; a patch of them alone changes nothing', async () => {
+      const bike = await api.create();
+      const alone = await api.request('PATCH', `/bikes/${bike.id}`, { json: { color: 'red', seq: 1 } });
+      expect(alone.status).toBe(200);
+      expect(alone.json()).toEqual(bike);
+      const beside = await api.request('PATCH', `/bikes/${bike.id}`, {
+        json: {
+          vendor: 'Known',
+          color: 'red',
+          priceRange: { ...bike.priceRange, currency: 'EUR', minPrice: { ...bike.priceRange.minPrice, tax: 7 } },
+        },
+      });
+      expect(beside.status).toBe(200);
+      expect(beside.json()).toEqual({ ...bike, vendor: 'Known' });
+      expectExactShape(beside.json());
+      expect(await api.find(bike.id)).toEqual({ ...bike, vendor: 'Known' });
     });
 
     it('ignores a body id: the bike keeps its id and nothing appears at the body id', async () => {

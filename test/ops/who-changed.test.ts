@@ -4,6 +4,7 @@ import path from 'node:path';
 import { Client } from 'pg';
 import { operatorToken } from '../../src/auth/tokens';
 import type { Bike, BikeFields } from '../../src/bikes/bike';
+import { toModelFields } from '../../src/bikes/fields';
 import { statements } from '../../src/bikes/repository';
 import { client, newBike } from '../support/bikes';
 import { ISSUER, providerKey, startProvider, type TestProvider } from '../support/identity-provider';
@@ -143,15 +144,8 @@ describe('who changed what', () => {
         typeof statements.insert.run
       >[0];
       const id = randomUUID();
-      const { priceRange, ...fields } = newBike();
       const [written] = await statements.insert.run(query, {
-        id,
-        handle: 'h',
-        ...fields,
-        minPriceAmount: priceRange.minPrice.amount,
-        minPriceCurrencyCode: priceRange.minPrice.currencyCode,
-        maxPriceAmount: priceRange.maxPrice.amount,
-        maxPriceCurrencyCode: priceRange.maxPrice.currencyCode,
+        ...toModelFields({ id, handle: 'h', ...newBike() }),
         writer: ['mallory', 'https://elsewhere.example/'],
       });
       expect(written.id).toBe(id);

@@ -17,17 +17,51 @@ export function shapeOf(schema: yup.Schema): Shape {
   return shape(describeSchema(schema).fields ?? {});
 }
 
+/** The dotted paths of a schema's fields that may be null (the definition's optional fields: `.nullable()`). */
+export function nullablePaths(schema: yup.Schema): string[] {
+  const paths = (fields: Record<string, ReturnType<typeof describeSchema>>, prefix: string): string[] =>
+    Object.entries(fields).flatMap(([key, field]) => [
+      ...(field.nullable ? [`${prefix}${key}`] : []),
+      ...(field.fields ? paths(field.fields, `${prefix}${key}.`) : []),
+    ]);
+  return paths(describeSchema(schema).fields ?? {}, '');
+}
+
 /** The fields a client sets, in the order responses list them. */
 export const CLIENT_FIELDS = Object.keys(shapeOf(bikeFields)) as (keyof BikeFields)[];
+
+/** The optional fields of a bike body, by path: each may be null, or left out of a create (then null). */
+export const OPTIONAL_FIELD_PATHS = nullablePaths(bikeFields);
+
+/** `value` with the field at a dotted path set to `to` (a copy). */
+function withPath<T>(value: T, path: string, to: unknown): T {
+  const copy = structuredClone(value) as Record<string, unknown>;
+  const keys = path.split('.');
+  let target = copy;
+  for (const key of keys.slice(0, -1)) target = target[key] as Record<string, unknown>;
+  target[keys[keys.length - 1]] = to;
+  return copy as T;
+}
+
+let made = 0;
 
 /** The fields of a bike in a response, in their order. */
 export const BIKE_KEYS = Object.keys(shapeOf(bike));
 
-/** A valid bike body whose title is unique to this call; a field it does not name has its definition's example. */
+/**
+ * A valid bike body whose title is unique to this call; a field it does not name has its
+ * definition's example, and every optional field is null in every other body (null is a value,
+ * and each test's bikes hold some).
+ */
 export function newBike(overrides: Partial<BikeFields> = {}): BikeFields {
   const tag = randomUUID().slice(0, 8);
+  const nulls = made++ % 2 === 1;
+  const fields = OPTIONAL_FIELD_PATHS.reduce(
+    (body, path) => (nulls ? withPath(body, path, null) : body),
+    exampleOf(bikeFields),
+  );
   return {
-    ...exampleOf(bikeFields),
+    ...fields,
     title: `Hybrid Bicycle ${tag}`,
     productType: 'Hybrid',
     createdAt: '2024-03-01T10:00:00Z',
