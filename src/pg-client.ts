@@ -13,7 +13,7 @@ import { acceptedAuth, authenticationCheck } from './pg-require-auth';
 export class UnusableServerError extends Error {}
 
 /** The server asked to be authenticated in a way the connection does not accept (require_auth): nothing was sent. */
-export class AuthenticationRefused extends UnusableServerError {}
+class AuthenticationRefused extends UnusableServerError {}
 
 /**
  * Until the connection is ready (its first ReadyForQuery), no message may be longer than libpq

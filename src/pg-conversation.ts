@@ -25,7 +25,7 @@ interface Result {
 }
 
 /** What the client sends that the server answers (pg's Connection methods of the same names). */
-export type Sent = 'parse' | 'bind' | 'describePortal' | 'describeStatement' | 'execute' | 'close' | 'sync' | 'query';
+type Sent = 'parse' | 'bind' | 'describePortal' | 'describeStatement' | 'execute' | 'close' | 'sync' | 'query';
 
 /** A message from the server, as pg-protocol parses it: its name, and a few fields. */
 export interface Heard {

@@ -6,7 +6,7 @@ import net from 'node:net';
  * `require_auth` (libpq 16), given in the connection string, with libpq's names. A server
  * asking another way is refused as an unusable server (503), the password never sent.
  */
-export const AUTH_METHODS = ['password', 'md5', 'scram-sha-256', 'none'] as const;
+const AUTH_METHODS = ['password', 'md5', 'scram-sha-256', 'none'] as const;
 export type AuthMethod = (typeof AUTH_METHODS)[number];
 
 /** What a connection string's `require_auth` allows; undefined when it sets none. Throws on a value libpq would refuse. */

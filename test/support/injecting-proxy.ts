@@ -51,7 +51,10 @@ export async function injectingProxy(url: string): Promise<InjectingProxy> {
     let rows: Buffer[] = [];
     /** What the server sent after a ReadyForQuery of ours: held until the client speaks again. */
     let holding: Buffer[] | undefined;
-    const send = (bytes: Buffer) => (holding ? holding.push(bytes) : client.write(bytes));
+    const send = (bytes: Buffer): void => {
+      if (holding) holding.push(bytes);
+      else client.write(bytes);
+    };
 
     const isCreate = (message: Message) =>
       message.type === 'C' &&
@@ -59,9 +62,12 @@ export async function injectingProxy(url: string): Promise<InjectingProxy> {
       rows.length === 1 &&
       description?.includes('handle\0') === true;
 
-    const relay = (message: Message) => {
+    const relay = (message: Message): void => {
       if (message.type === 'T') description = message.bytes;
-      if (message.type === 'D') return void rows.push(message.bytes);
+      if (message.type === 'D') {
+        rows.push(message.bytes);
+        return;
+      }
       if (message.type !== 'C') return send(message.bytes);
       const result = [...rows, message.bytes];
       const create = isCreate(message);

@@ -6,7 +6,7 @@ import net from 'node:net';
  * ReadyForQuery); or "ready" at once, without a word of authentication.
  */
 export const FAKE_ANSWERS = ['cleartext', 'md5', 'ok', 'ready'] as const;
-export type FakeAnswers = (typeof FAKE_ANSWERS)[number];
+type FakeAnswers = (typeof FAKE_ANSWERS)[number];
 
 const message = (type: string, body: Buffer) => {
   const head = Buffer.alloc(5);
