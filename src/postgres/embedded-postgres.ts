@@ -4,10 +4,10 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import type { Client, ClientConfig } from 'pg';
+import { UnusableServerError } from '../pg-client';
 import { loadOrCreateSecretFile } from '../secret-file';
 import { withinTime } from '../timeout';
 import { keepRunning } from './keep-running';
-import { UnusableServerError } from '../pg-client';
 import { clientOfServerRunBy } from './own-server';
 import { assertOnlyUsCanChange, openPrivateLog, readServerFile } from './safe-files';
 import { binDir, makeSharedCluster, removeServerDir, removeSharedCluster, renewLease } from './shared-dir';
@@ -499,10 +499,10 @@ async function start(options: EmbeddedPostgresOptions): Promise<EmbeddedPostgres
     return { port, held, exit };
   };
 
-  // The server is ours to keep: stopped or killed under us, it is started again (or adopted, if
-  // another process was first), on its port or, if someone holds that now, another.
   /** Where the server was brought up last: set before keepRunning's current() is. */
   let latestPort = 0;
+  // The server is ours to keep: stopped or killed under us, it is started again (or adopted, if
+  // another process was first), on its port or, if someone holds that now, another.
   const running = await keepRunning({
     up: bringUp,
     onLost: (gone) => warn(`the embedded PostgreSQL on port ${gone.port} stopped; starting it again`),
