@@ -6,6 +6,7 @@ import type { IdentityProvider } from './auth/provider';
 import { MIN_SECRET_BYTES, MIN_SECRET_DISTINCT_CHARACTERS } from './auth/secret';
 import type { TokenIssuance } from './auth/tokens';
 import type { PreparedStatements } from './db/pool';
+import { requireAuthOf } from './pg-require-auth';
 
 /** Everything the service reads from its environment, validated once at start-up. */
 export interface Config {
@@ -104,6 +105,21 @@ function settingOrFile(env: NodeJS.ProcessEnv, name: string): string | undefined
   }
 }
 
+/** A connection string's require_auth, if it has one, names what libpq's does (src/pg-require-auth.ts). */
+function checkRequireAuth(name: string, url: string): void {
+  let given: string | null;
+  try {
+    given = new URL(url).searchParams.get('require_auth');
+  } catch {
+    return; // pg reads more than a URL parser does; there is no require_auth to check then
+  }
+  try {
+    requireAuthOf(given);
+  } catch (err) {
+    throw new ConfigError(`${name}: ${(err as Error).message}`);
+  }
+}
+
 /** A secret anyone could guess is refused: too short, or a placeholder such as "aaaa...". */
 function checkSecretStrength(secret: string): void {
   const bytes = Buffer.byteLength(secret);
@@ -139,6 +155,7 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env, { signsTokens =
       if (url !== undefined && !/^postgres(ql)?:\/\//.test(url)) {
         throw new ConfigError(`${name} must be a postgresql:// connection string`);
       }
+      if (url !== undefined) checkRequireAuth(name, url);
       return url;
     },
   );

@@ -1,9 +1,18 @@
+import { randomUUID } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { type EmbeddedPostgres, startEmbeddedPostgres } from '../src/postgres/embedded-postgres';
 import { serverUser } from '../src/postgres/server-user';
 import { client, issueToken, newBike } from './support/bikes';
-import { ANSWERS, isAtMostTheStartupMessage, type Neighbour, neighbourListeningOn, NOBODY } from './support/neighbour';
+import {
+  ANSWERS,
+  type Answers,
+  FLOOD_BYTES,
+  isAtMostTheStartupMessage,
+  type Neighbour,
+  neighbourListeningOn,
+  NOBODY,
+} from './support/neighbour';
 import { freePort, launchService, type ServiceProcess, spawnService } from './support/process';
 import { tempDataDir } from './support/temp-dir';
 import { PATIENCE_MS, waitFor } from './support/wait';
@@ -153,20 +162,34 @@ async function expectACreate(baseUrl: string): Promise<void> {
       fs.rmSync(dataDir, { recursive: true, force: true });
     });
 
+    /**
+     * The server killed, and its port taken by a neighbour that answers as `answers` says, while
+     * the service is held: a neighbour faster than the service, whatever this machine's speed.
+     */
+    async function killAndTakePort(answers: Answers): Promise<{ neighbour: Neighbour; port: number }> {
+      const [pid, port] = [0, 3].map((line) => Number(postmasterPid(dataDir)[line]));
+      service.child.kill('SIGSTOP');
+      try {
+        await kill(pid);
+        return { neighbour: await neighbourListeningOn(port, answers), port };
+      } finally {
+        service.child.kill('SIGCONT');
+      }
+    }
+
+    /** Resolves once the service has logged that its server stopped, `before` being the times it had. */
+    const lossHeard = (before: number) =>
+      waitFor('the service to hear its server stopped', () =>
+        timesLogged(service, STOPPED) > before ? true : undefined,
+      );
+
+    /** A request that needs the database: 404 once it is served, 503 while the database is unavailable. */
+    const read = async () => (await fetch(`${service.baseUrl}/bikes/${randomUUID()}`)).status;
+
     it.each(ANSWERS)(
       'a neighbour that answers %s hears nothing past the startup message; the service answers 200 or 503, and serves again from another port',
       async (answers) => {
-        const [pid, port] = [0, 3].map((line) => Number(postmasterPid(dataDir)[line]));
-        // Held from the kill until the neighbour has the port: a neighbour faster than the service,
-        // whatever this machine's speed.
-        service.child.kill('SIGSTOP');
-        let neighbour: Neighbour;
-        try {
-          await kill(pid);
-          neighbour = await neighbourListeningOn(port, answers);
-        } finally {
-          service.child.kill('SIGCONT');
-        }
+        const { neighbour, port } = await killAndTakePort(answers);
         const statuses = new Set<number>();
         const heard = await heardDuring(neighbour, async () => {
           await waitFor(
@@ -188,8 +211,82 @@ async function expectACreate(baseUrl: string): Promise<void> {
         expectNothingPastStartup(heard, dataDir);
       },
     );
+
+    it('requests begun while a silent neighbour holds the port answer 503 once the server runs elsewhere, before the service serves from there, rather than wait for the neighbour', async () => {
+      const [stopped, started] = [timesLogged(service, STOPPED), timesLogged(service, STARTED)];
+      const { neighbour, port } = await killAndTakePort('silent');
+      const heard = await heardDuring(neighbour, async () => {
+        await lossHeard(stopped);
+        // Begun while the server is away: their connections go to the port it left.
+        const settled: number[] = [];
+        for (const answer of [read(), read()]) void answer.then((status) => settled.push(status));
+        // No request meanwhile: each would wait at the old port too, and the pool has ten connections.
+        await waitFor('the server to start on another port', () =>
+          timesLogged(service, STARTED) > started ? true : undefined,
+        );
+        // Asked every half second, each on its own: a request that waits at the old port holds no other up.
+        let settledWhenServed: number[] | undefined;
+        const asked: Promise<void>[] = [];
+        await waitFor(
+          'the service to serve from its new port',
+          () => {
+            const answer = read().then((status) => {
+              if (status === 404) settledWhenServed ??= [...settled];
+            });
+            asked.push(answer);
+            return settledWhenServed;
+          },
+          { everyMs: 500 },
+        );
+        await Promise.all(asked);
+        expect(settledWhenServed).toEqual([503, 503]);
+      });
+      expect(Number(postmasterPid(dataDir)[3])).not.toBe(port);
+      expectNothingPastStartup(heard, dataDir);
+    });
+
+    it('a neighbour that announces a 2 GB message and floods costs the service no memory: requests answer 503, its RSS grows by far less than the flood, and it serves again', async () => {
+      const before = rssOf(service.child.pid as number);
+      let most = before;
+      const stopped = timesLogged(service, STOPPED);
+      const { neighbour } = await killAndTakePort('flood');
+      const statuses = new Set<number>();
+      const heard = await heardDuring(neighbour, async () => {
+        await lossHeard(stopped);
+        const early = Promise.all([read(), read()]);
+        await waitFor(
+          'the service to serve again',
+          async () => {
+            most = Math.max(most, rssOf(service.child.pid as number));
+            const status = await read();
+            statuses.add(status);
+            return status === 404 ? true : undefined;
+          },
+          { everyMs: 100 },
+        );
+        for (const status of await early) statuses.add(status);
+      });
+      expect([...statuses].filter((status) => status !== 404 && status !== 503)).toEqual([]);
+      expect(statuses.has(503)).toBe(true);
+      // Each connection to the neighbour would have buffered up to FLOOD_BYTES (400 MB).
+      expect(most - before).toBeLessThan(FLOOD_BYTES / 2);
+      expectNothingPastStartup(heard, dataDir);
+    });
   },
 );
+
+/** What the service logs when its embedded server stops under it. */
+const STOPPED = /the embedded PostgreSQL on port \d+ stopped; starting it again/g;
+/** What it logs when it has started its server (again). */
+const STARTED = /embedded PostgreSQL listening on 127\.0\.0\.1:\d+/g;
+
+const timesLogged = (service: ServiceProcess, line: RegExp) => service.output().match(line)?.length ?? 0;
+
+/** The resident memory of process `pid`, in bytes. */
+function rssOf(pid: number): number {
+  const kilobytes = /^VmRSS:\s+(\d+) kB$/m.exec(fs.readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+  return Number(kilobytes) * 1024;
+}
 
 /** Runs the service until it exits (or kills it after PATIENCE_MS): its exit code and what it wrote to stderr. */
 async function exitOf(env: Record<string, string>): Promise<{ code: number | null; errors: string }> {

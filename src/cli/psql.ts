@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { readConfig } from '../config';
 import { openDatabaseServer } from '../postgres/database-server';
 import { createLogger } from '../logger';
+import { acceptedAuth } from '../pg-require-auth';
 
 /**
  * npm run db:psql [-- psql arguments]: psql on the catalog database, for reporting queries.
@@ -15,12 +16,14 @@ async function main(): Promise<number> {
     const url = new URL(server.directUrl);
     const password = decodeURIComponent(url.password);
     url.password = '';
-    // The embedded server is made for SCRAM only: libpq 16 and later then refuse to give the password
-    // any other way (docs/running-as-root.md#proving-a-server-is-ours); older ones ignore the variable.
-    const scramOnly = config.databaseUrl === undefined ? { PGREQUIREAUTH: 'scram-sha-256' } : {};
+    // psql accepts what the service does (the embedded server is made for SCRAM only): libpq 16 and
+    // later refuse to give the password any other way; older ones ignore the variable
+    // (docs/configuration.md#how-the-service-authenticates-to-postgresql).
+    const accepted = acceptedAuth(server.directUrl, url.hostname, password !== '');
+    const requireAuth = accepted ? { PGREQUIREAUTH: [...accepted].join(',') } : {};
     const child = spawn('psql', [url.toString(), ...process.argv.slice(2)], {
       stdio: 'inherit',
-      env: { ...process.env, PGPASSWORD: password, ...scramOnly },
+      env: { ...process.env, PGPASSWORD: password, ...requireAuth },
     });
     return await new Promise<number>((resolve, reject) => {
       child.once('error', reject);

@@ -1,5 +1,5 @@
 import type { Client } from 'pg';
-import { GuardedClient } from '../pg-client';
+import { loggingRefusals } from '../pg-client';
 import type { Logger } from '../logger';
 import { startEmbeddedPostgres } from './embedded-postgres';
 
@@ -33,7 +33,8 @@ export async function openDatabaseServer(
       url: options.databaseUrl,
       directUrl: options.directUrl ?? options.databaseUrl,
       replicaUrl: options.replicaUrl,
-      ServerClient: GuardedClient,
+      // A refusal to authenticate (require_auth) is logged once, not at each of the pool's attempts.
+      ServerClient: loggingRefusals((message) => logger.error(message)),
       stop: async () => undefined,
     };
   }

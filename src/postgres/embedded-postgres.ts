@@ -4,6 +4,7 @@ import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import type { Client, ClientConfig } from 'pg';
+import { UnusableServerError } from '../pg-client';
 import { loadOrCreateSecretFile } from '../secret-file';
 import { withinTime } from '../timeout';
 import { keepRunning } from './keep-running';
@@ -451,6 +452,22 @@ async function start(options: EmbeddedPostgresOptions): Promise<EmbeddedPostgres
     return port !== undefined && (await isOurServer(ServerClient, superuserUrl(port), clusterDir)) ? port : undefined;
   };
 
+  /**
+   * Connections begun to the server at a port, not yet ready. Once the server runs at another,
+   * those still waiting at the old one are closed: whoever holds that port now (another local
+   * user, who may never answer) is not waited for (issue 37), and what waited on them fails (503).
+   */
+  const connecting = new Set<Client>();
+  const leftPort = (port: number) => {
+    for (const client of connecting) {
+      if (client.port === port) continue;
+      connecting.delete(client);
+      client.connection.stream.destroy(
+        new UnusableServerError(`the embedded PostgreSQL runs on port ${port} now, not ${client.port}`),
+      );
+    }
+  };
+
   /** Adopts the server running on the cluster, or starts one; then the database, the role, and the hold. */
   const bringUp = async (lost: () => void, previous?: Running): Promise<Running> => {
     // A server we started that is still shutting down holds the cluster until it exits.
@@ -477,9 +494,13 @@ async function start(options: EmbeddedPostgresOptions): Promise<EmbeddedPostgres
     await ensureDatabaseAndRole(ServerClient, superuserUrl(port), database, appPassword);
     const held = await holdServerInUse(ServerClient, superuserUrl(port), lost);
     void exit?.then(lost);
+    latestPort = port;
+    leftPort(port);
     return { port, held, exit };
   };
 
+  /** Where the server was brought up last: set before keepRunning's current() is. */
+  let latestPort = 0;
   // The server is ours to keep: stopped or killed under us, it is started again (or adopted, if
   // another process was first), on its port or, if someone holds that now, another.
   const running = await keepRunning({
@@ -494,7 +515,11 @@ async function start(options: EmbeddedPostgresOptions): Promise<EmbeddedPostgres
   /** Connects to the server wherever it runs now: the URLs below name the port it had at start. */
   class CurrentServerClient extends ServerClient {
     constructor(config?: string | ClientConfig) {
-      super(atPort(config, running.current().port));
+      super(atPort(config, latestPort));
+      connecting.add(this);
+      const ready = () => connecting.delete(this);
+      this.once('connect', ready);
+      this.connection.once('end', ready);
     }
   }
   const { port } = running.current();

@@ -28,6 +28,9 @@ function nodeNobodyCanRun(): string {
   return target;
 }
 
+/** What a neighbour that floods sends on each connection at most: 400 MB. */
+export const FLOOD_BYTES = 400 * 2 ** 20;
+
 /**
  * What another local user could run: a server on 127.0.0.1:<port> that answers every startup
  * message as `answers` says (see ANSWERS) and reports each connection and each byte it hears.
@@ -59,6 +62,23 @@ const answer = {
   error: message('E', Buffer.from('SFATAL\\0C28000\\0Mgo away\\0\\0', 'latin1')),
   ready: message('Z', Buffer.from('I')),
 }[answers];
+// A request to authenticate that announces 2 GB, then sends on (FLOOD_BYTES at most): a parser
+// that buffers what a message announces keeps all of it.
+const flood = (socket) => {
+  const head = Buffer.alloc(5);
+  head.write('R');
+  head.writeUInt32BE(0x7ffffff0, 1);
+  socket.write(head);
+  const chunk = Buffer.alloc(1 << 16);
+  let sent = 0;
+  const more = () => {
+    while (!socket.destroyed && sent < ${FLOOD_BYTES}) {
+      sent += chunk.length;
+      if (!socket.write(chunk)) return socket.once('drain', more);
+    }
+  };
+  more();
+};
 let connections = 0;
 const server = net.createServer((socket) => {
   const id = connections++;
@@ -69,6 +89,7 @@ const server = net.createServer((socket) => {
   socket.on('data', (chunk) => {
     process.stdout.write(id + ' ' + chunk.toString('hex') + '\\n');
     if (!asked && answer) socket.write(answer);
+    if (!asked && answers === 'flood') flood(socket);
     asked = true;
   });
 });
@@ -81,7 +102,8 @@ listen();
  * How a neighbour answers the startup message: asking for the password in clear, or for
  * SCRAM-SHA-256, as a server would; asking for what pg does not know (GSSAPI, 7; SSPI, 9; a SASL
  * mechanism other than SCRAM-SHA-256), or for nothing it can read; an error; "ready" without
- * asking to authenticate at all; closing the connection at once; or never answering.
+ * asking to authenticate at all; closing the connection at once; never answering; or a request to
+ * authenticate that announces 2 GB, and as much as it can send of them (`flood`).
  */
 export const ANSWERS = [
   'cleartext',
@@ -94,6 +116,7 @@ export const ANSWERS = [
   'ready',
   'close',
   'silent',
+  'flood',
 ] as const;
 export type Answers = (typeof ANSWERS)[number];
 
