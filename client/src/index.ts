@@ -10,4 +10,4 @@ export { CatalogError, ConflictError, NotFoundError, RequestError, ServerError }
 export type { FollowOptions } from './follow.ts';
 export type { components, operations, paths } from './schema.ts';
 export type { TokenSource } from './tokens.ts';
-export type { Bike, BikePatch, CatalogEvent, Change, Filters, NewBike, Sort } from './types.ts';
+export type { Bike, BikePatch, CatalogEvent, Change, FacetName, Facets, Filters, NewBike, Sort } from './types.ts';

@@ -25,3 +25,8 @@ type BrowseQuery = NonNullable<operations['browseBikes']['parameters']['query']>
 export type Filters = Omit<BrowseQuery, 'sort' | 'limit' | 'cursor'>;
 /** GET /bikes's orders, each reversed with a leading `-`. */
 export type Sort = NonNullable<BrowseQuery['sort']>;
+
+/** GET /bikes/facets's answer: the total, each facet's values and counts, the price ranges. */
+export type Facets = operations['bikeFacets']['responses'][200]['content']['application/json'];
+/** A facet GET /bikes/facets counts. */
+export type FacetName = keyof Facets['facets'];

@@ -80,8 +80,7 @@ const MAX_VALUES = 100;
  * A filter that may be repeated: any of its values (docs/decisions.md#query-parameters: the
  * endpoint reads one value as a list of one).
  */
-const queryList = () =>
-  yup.array(queryText().defined()).typeError(WRONG_TYPE).strict().min(1).max(MAX_VALUES);
+const queryList = () => yup.array(queryText().defined()).typeError(WRONG_TYPE).strict().min(1).max(MAX_VALUES);
 
 /** The longest shopper's search, in characters. */
 const MAX_WORDS = 200;
@@ -121,10 +120,10 @@ const browseQuery = yup
   })
   .test('price range in a currency', priceRangeInACurrency)
   .test('relevance with words', (query, context) =>
-  query.sort === 'relevance' && filtersOf(query).q === undefined
-    ? context.createError({ path: `${context.path}.sort`, message: '${path} relevance needs q' })
-    : true,
-);
+    query.sort === 'relevance' && filtersOf(query).q === undefined
+      ? context.createError({ path: `${context.path}.sort`, message: '${path} relevance needs q' })
+      : true,
+  );
 
 /**
  * The filters as a statement takes them: a list's values each once, in one order (the same set,
@@ -144,17 +143,17 @@ export function filtersOf<Query extends PageFilters>(query: Query): PageFilters 
 export const FILTER_PARAMETERS = {
   vendor: {
     description: 'Only this vendor (the whole string, case-sensitive); repeated, any of them.',
-    example: 'Sentra Cycles',
+    example: ['Sentra Cycles', 'Trek'],
   },
   productType: {
     description: 'Only this product type (the whole string, case-sensitive); repeated, any of them.',
-    example: 'Hybrid',
+    example: ['Hybrid'],
   },
   availableForSale: { description: '`true` or `false`.', example: true },
   inStock: { description: '`true`: totalInventory above 0; `false`: 0 or less.', example: true },
   currency: {
     description: "The minimum price's currency code; repeated, any of them; required with `minPrice` or `maxPrice`.",
-    example: 'USD',
+    example: ['USD'],
   },
   minPrice: { description: 'The minimum price at least this (in `currency`).', example: 100 },
   maxPrice: { description: 'The minimum price at most this (in `currency`).', example: 1000 },
@@ -169,7 +168,7 @@ export const FILTER_PARAMETERS = {
       'the last word also as a prefix. Empty: as if not sent.',
     example: 'moutain bik',
   },
-} satisfies Record<keyof PageFilters, { description: string; example: string | number | boolean }>;
+} satisfies Record<keyof PageFilters, { description: string; example: string | number | boolean | string[] }>;
 
 const EXAMPLE_PAGE_CURSOR = 'eyJrIjoicGFnZSIsInMiOiJwcmljZSIsImEiOlsiVVNEIiwiNDk5Ljk5Il0sInEiOiI0MiJ9.c2lnbmF0dXJl';
 

@@ -27,9 +27,9 @@ export type Facet = keyof typeof FACETS;
 export const FACET_NAMES = Object.keys(FACETS) as Facet[];
 
 /** A facet's value: a string, or for availableForSale and inStock a boolean. */
-export type FacetValue = string | boolean;
+type FacetValue = string | boolean;
 
-export interface FacetCount {
+interface FacetCount {
   value: FacetValue;
   count: number;
   selected: boolean;
@@ -58,7 +58,10 @@ function facetsStatement(facets: Facet[], filters: string[]) {
   const params: Record<string, RawBuilder<unknown>> = {};
   for (const name of filters) params[name] = param();
   return prepare(params, (p) => {
-    const conditions = filters.map((shaped) => ({ name: filterOf(shaped).name, holds: shapedCondition(shaped, p[shaped]) }));
+    const conditions = filters.map((shaped) => ({
+      name: filterOf(shaped).name,
+      holds: shapedCondition(shaped, p[shaped]),
+    }));
     const all = (except: (name: FilterName) => boolean) => {
       const kept = conditions.filter(({ name }) => !except(name)).map(({ holds }) => holds);
       return kept.length === 0 ? sql<boolean>`true` : sql<boolean>`(${sql.join(kept, sql` AND `)})`;

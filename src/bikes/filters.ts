@@ -8,7 +8,7 @@ import { containing } from '../db/sql';
  */
 
 /** How many characters of a string the indexes hold (the migration browse: the `*_key` columns). */
-export const KEY_CHARACTERS = 200;
+const KEY_CHARACTERS = 200;
 
 /** What GET /bikes filters by; every filter given must hold. */
 export interface PageFilters {

@@ -91,7 +91,11 @@ function expected(bikes: Bike[], filters: Filters) {
   for (const bike of bikes.filter((b) => passes(b, filters, ['minPrice', 'maxPrice']))) {
     const { amount, currencyCode } = bike.priceRange.minPrice;
     const range = prices.get(currencyCode) ?? { currency: currencyCode, min: amount, max: amount };
-    prices.set(currencyCode, { currency: currencyCode, min: Math.min(range.min, amount), max: Math.max(range.max, amount) });
+    prices.set(currencyCode, {
+      currency: currencyCode,
+      min: Math.min(range.min, amount),
+      max: Math.max(range.max, amount),
+    });
   }
   return {
     total: bikes.filter((b) => passes(b, filters)).length,
@@ -162,9 +166,9 @@ describe('GET /bikes/facets: counts for a storefront', () => {
     const first = await api.request('GET', '/bikes/facets?vendor=Giant');
     const etag = first.headers.get('etag') as string;
     expect(etag).toMatch(/^W\//);
-    expect((await api.request('GET', '/bikes/facets?vendor=Giant', { headers: { 'if-none-match': etag } })).status).toBe(
-      304,
-    );
+    expect(
+      (await api.request('GET', '/bikes/facets?vendor=Giant', { headers: { 'if-none-match': etag } })).status,
+    ).toBe(304);
     const other = await api.request('GET', '/bikes/facets?vendor=Trek', { headers: { 'if-none-match': etag } });
     expect(other.status).toBe(200);
   });

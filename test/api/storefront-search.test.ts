@@ -148,7 +148,7 @@ describe('GET /bikes?q=: a shopper search', () => {
     const writers = Array.from({ length: 8 }, () => writer(svc.baseUrl, token, churn, 12, done));
     for (const query of [`q=${word}`, `q=${word}&sort=title`, `q=pagedwo`]) {
       const seen: string[] = [];
-      for (let next: string | undefined = `/bikes?${query}&limit=5`; next !== undefined; ) {
+      for (let next: string | undefined = `/bikes?${query}&limit=5`; next !== undefined;) {
         const res = await api.request('GET', next);
         expect(res.status).toBe(200);
         seen.push(...((await res.json()) as Bike[]).map((bike) => bike.id));
