@@ -5,7 +5,6 @@ import { kysely, param, prepare } from '../db/sql';
 import type { Bike } from './bike';
 import { type Seen, seenOf, type Unchanged, unchangedFor, versionOf, withListVersion } from './catalog-version';
 import { BIKE_COLUMNS, fromModelFields } from './fields';
-export type { PageFilters } from './filters';
 import { type PageFilters, searchRank, searchTerms, shapeOf, shapedCondition, valueOf } from './filters';
 
 /**

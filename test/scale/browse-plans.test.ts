@@ -1,5 +1,6 @@
 import { Client, type QueryResult, type QueryResultRow } from 'pg';
-import { type PageFilters, type PageKey, readPage, SORTS as EVERY_SORT, type Sort } from '../../src/bikes/pages';
+import type { PageFilters } from '../../src/bikes/filters';
+import { type PageKey, readPage, SORTS as EVERY_SORT, type Sort } from '../../src/bikes/pages';
 
 /** The sorts of an index: relevance, with q alone, ranks the bikes with the words. */
 const SORTS = EVERY_SORT.filter((sort) => sort !== 'relevance');
