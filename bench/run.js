@@ -15,6 +15,8 @@
  *   --no-peers             the service and the baseline only
  *   --cpu-prof             a CPU profile of the service, in $TMPDIR/bike-bench-profiles
  *   --explain              EXPLAIN (ANALYZE) of the service's read statements on the seeded table, no load
+ *   --storefront           a shop's storefront alone (bench/storefront.js): search pages and facets
+ *                          one at a time, creates with and without the search's index
  *
  * Starts an embedded PostgreSQL in a temporary directory, durable as users run it (fsync and
  * synchronous_commit on, checked), migrates it and seeds N bikes; then drives, over that one
@@ -45,6 +47,7 @@ const { measureFeed } = require('./feed');
 const { liveReport, measureLive } = require('./live');
 const { measureParts } = require('./parts');
 const { seedBikes } = require('./seed');
+const { measureStorefront, storefrontReport } = require('./storefront');
 const {
   bikeBody,
   cpuMicros,
@@ -139,6 +142,7 @@ const { values: args } = parseArgs({
     fetches: { type: 'string' },
     quick: { type: 'boolean', default: false },
     'cpu-prof': { type: 'boolean', default: false },
+    storefront: { type: 'boolean', default: false },
     peers: { type: 'boolean', default: true },
     explain: { type: 'boolean', default: false },
   },
@@ -829,6 +833,23 @@ async function measureAndReport(pg, workDir, samples, durability, setVersionTrig
     }
     const [service, baseline] = servers;
     const { token } = await (await fetch(`${service.baseUrl}/api/user`, { method: 'POST' })).json();
+    const storefrontOf = async () =>
+      storefrontReport(
+        await measureStorefront({
+          service,
+          token,
+          adminUrl: pg.adminUrl,
+          rounds: ROUNDS,
+          duration: DURATION,
+          connections: Number(args['write-connections']),
+          bikeBody,
+          log,
+        }),
+      );
+    if (args.storefront) {
+      console.log(['', "## A shop's storefront", '', ...(await storefrontOf())].join('\n'));
+      return;
+    }
 
     log('checking that every server answers as the baseline does');
     const different = await checkAnswers(servers, samples, token);
@@ -853,7 +874,9 @@ async function measureAndReport(pg, workDir, samples, durability, setVersionTrig
       { turn, cannon, log, connectionsOf, rounds: ROUNDS, duration: DURATION, quick: args.quick },
     );
     const live = await measureLive({ databaseUrl: pg.adminUrl, jwtSecret, workDir });
+    const storefront = await storefrontOf();
     report({ servers, turns, different, all, versionCost, browse, parts, feed, live, samples, durability });
+    console.log(['', "## A shop's storefront", '', ...storefront].join('\n'));
   } catch (err) {
     // A server that stopped answering has usually exited: say which, and why it says it did.
     for (const server of servers) {

@@ -861,6 +861,22 @@ const gzipBodies = {
     },
 };
 
+/**
+ * GET /bikes/facets (docs/decisions.md#facets): for the bikes that pass `filters` (those of
+ * `pages`, `q` included), the total, each facet's values with their counts (each counted without
+ * its own filter: a storefront's checkboxes) and the range of minimum prices in each currency.
+ * `facets`: which to count; all five when absent.
+ */
+async function facets(ctx, filters = {}, { facets: names, signal } = {}) {
+    const { answer } = await persist((bounded) => ctx.api.GET('/bikes/facets', {
+        params: { query: { ...filters, facets: names?.join(',') } },
+        signal: bounded,
+    }), ctx.persistence('GET /bikes/facets', signal));
+    if (!answer.data)
+        throw refusal('GET /bikes/facets', answer.response);
+    return answer.data;
+}
+
 /** A page of the feed: at most this many changes. */
 const PAGE = 1000;
 /** How many of the latest changes' cursors are kept to drop a change met twice. */
@@ -1208,6 +1224,7 @@ function createCatalogClient(options) {
         update: (bike, changes, callOptions) => updateBike(ctx, bike, changes, callOptions),
         delete: (id, callOptions) => deleteBike(ctx, id, callOptions),
         pages: (filters, sort, callOptions) => pages(ctx, filters, sort, callOptions),
+        facets: (filters, callOptions) => facets(ctx, filters, callOptions),
         follow: (onChange, followOptions) => follow(ctx, onChange, followOptions),
         api,
     };

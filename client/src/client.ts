@@ -3,12 +3,13 @@ import { type CallOptions, createBike, deleteBike, getBike, updateBike } from '.
 import { gzipBodies } from './compress.ts';
 import { BikeStates, type Context, type EventSourceConstructor } from './context.ts';
 import { CatalogError, refusal } from './errors.ts';
+import { facets } from './facets.ts';
 import { follow, type FollowOptions } from './follow.ts';
 import { pages } from './pages.ts';
 import { persist } from './retry.ts';
 import type { paths } from './schema.ts';
 import { tokenFunction, Tokens, type TokenSource } from './tokens.ts';
-import type { Bike, BikePatch, CatalogEvent, Filters, NewBike, Sort } from './types.ts';
+import type { Bike, BikePatch, CatalogEvent, FacetName, Facets, Filters, NewBike, Sort } from './types.ts';
 
 export interface CatalogClientOptions {
   /** The service's address: `https://catalog.example.com`. */
@@ -51,6 +52,8 @@ export interface CatalogClient {
     sort?: Sort,
     options?: CallOptions & { limit?: number },
   ): AsyncGenerator<Bike[], void, undefined>;
+  /** For the bikes that pass the filters: the total, each facet's values with counts, the price ranges. */
+  facets(filters?: Filters, options?: CallOptions & { facets?: FacetName[] }): Promise<Facets>;
   /** The whole catalog, then each change to it, once and in order, until `signal` aborts. */
   follow(onChange: (event: CatalogEvent) => unknown, options?: FollowOptions): Promise<void>;
   /**
@@ -93,6 +96,7 @@ export function createCatalogClient(options: CatalogClientOptions): CatalogClien
     update: (bike, changes, callOptions) => updateBike(ctx, bike, changes, callOptions),
     delete: (id, callOptions) => deleteBike(ctx, id, callOptions),
     pages: (filters, sort, callOptions) => pages(ctx, filters, sort, callOptions),
+    facets: (filters, callOptions) => facets(ctx, filters, callOptions),
     follow: (onChange, followOptions) => follow(ctx, onChange, followOptions),
     api,
   };

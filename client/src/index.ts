@@ -10,4 +10,16 @@ export { BlockedError, CatalogError, ConflictError, NotFoundError, RequestError,
 export type { FollowOptions, FollowStatus } from './follow.ts';
 export type { components, operations, paths } from './schema.ts';
 export type { TokenSource } from './tokens.ts';
-export type { Bike, BikePatch, CatalogEvent, Change, Filters, Money, NewBike, PriceRange, Sort } from './types.ts';
+export type {
+  Bike,
+  BikePatch,
+  CatalogEvent,
+  Change,
+  FacetName,
+  Facets,
+  Filters,
+  Money,
+  NewBike,
+  PriceRange,
+  Sort,
+} from './types.ts';

@@ -24,6 +24,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/bikes/facets": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Facet counts, the total and the price range of GET /bikes's filters
+         * @description How many bikes pass every filter and `q` (`total`), each facet of `facets` with its values and their counts, each counted with every filter but that facet's own (a selected value listed even at 0), and per currency the lowest and highest minimum price, with every filter but the price range.
+         */
+        get: operations["bikeFacets"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/bikes/all": {
         parameters: {
             query?: never;
@@ -395,15 +415,20 @@ export interface operations {
         parameters: {
             query?: {
                 /**
-                 * @description Only this vendor (the whole string, case-sensitive).
-                 * @example Sentra Cycles
+                 * @description Only this vendor (the whole string, case-sensitive); repeated, any of them.
+                 * @example [
+                 *       "Sentra Cycles",
+                 *       "Trek"
+                 *     ]
                  */
-                vendor?: string;
+                vendor?: string[];
                 /**
-                 * @description Only this product type (the whole string, case-sensitive).
-                 * @example Hybrid
+                 * @description Only this product type (the whole string, case-sensitive); repeated, any of them.
+                 * @example [
+                 *       "Hybrid"
+                 *     ]
                  */
-                productType?: string;
+                productType?: string[];
                 /**
                  * @description `true` or `false`.
                  * @example true
@@ -415,10 +440,12 @@ export interface operations {
                  */
                 inStock?: boolean;
                 /**
-                 * @description The minimum price's currency code; required with `minPrice` or `maxPrice`.
-                 * @example USD
+                 * @description The minimum price's currency code; repeated, any of them; required with `minPrice` or `maxPrice`.
+                 * @example [
+                 *       "USD"
+                 *     ]
                  */
-                currency?: string;
+                currency?: string[];
                 /**
                  * @description The minimum price at least this (in `currency`).
                  * @example 100
@@ -435,10 +462,15 @@ export interface operations {
                  */
                 titleContains?: string;
                 /**
-                 * @description The order: `created` (insertion order, the default), `title` (its first 200 characters, by code point), `price` (by currency, then minimum price), `updatedAt` (when last changed); `-` before any reverses it. Ties go by insertion order.
+                 * @description A shopper's words, at most 200 characters: every word in the title, vendor, product type or description, in any case, accents ignored; a word of 5 to 8 letters with one typo, of 9 or more with two; the last word also as a prefix. Empty: as if not sent.
+                 * @example moutain bik
+                 */
+                q?: string;
+                /**
+                 * @description The order: `created` (insertion order, the default), `title` (its first 200 characters, by code point), `price` (by currency, then minimum price), `updatedAt` (when last changed); `-` before any of these reverses it; `relevance` (with `q` alone, and its default): every word as given before typos, title before vendor, product type and description. Ties go by insertion order.
                  * @example price
                  */
-                sort?: "created" | "-created" | "title" | "-title" | "price" | "-price" | "updatedAt" | "-updatedAt";
+                sort?: "created" | "-created" | "title" | "-title" | "price" | "-price" | "updatedAt" | "-updatedAt" | "relevance";
                 /**
                  * @description Bikes per page, 1 to 250; 24 when absent.
                  * @example 24
@@ -528,6 +560,261 @@ export interface operations {
                 content?: never;
             };
             /** @description A parameter that is not valid (`X-Invalid-Field` names it), a price range without `currency`, a parameter the route does not know, or a cursor of another sort or other filters, or not of this service. Before any route: a request that cannot be read safely (two Host lines, a Transfer-Encoding that does not end in chunked, a request line or header node cannot parse); the connection closes. */
+            400: {
+                headers: {
+                    /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
+                    "X-Request-Id"?: string;
+                    /**
+                     * @description The first field that failed, in the order of its schema: its dotted path in the body as sent (`priceRange.minPrice.amount`), or the name of the query parameter (`query`) or request header (`idempotency-key`). Absent when the body fails as a whole: malformed JSON, not an object, a media type or charset that cannot be read, or a value the database refuses.
+                     * @example priceRange.minPrice.amount
+                     */
+                    "X-Invalid-Field"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example Bad Request */
+                    "text/plain": string;
+                };
+            };
+            /** @description The request line and headers took over 10 s, or the whole request over 30 s; the connection closes. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A precondition failed (If-Match names another state of the bike, or none; If-None-Match: * and the bike exists, or it names the state the bike is in). Nothing changed. */
+            412: {
+                headers: {
+                    /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example Precondition Failed */
+                    "text/plain": string;
+                };
+            };
+            /** @description Before any route: chunk extensions over the parser's limit; the connection closes. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description An Expect other than `100-continue`: it cannot be met. */
+            417: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request headers are larger than 256 KB; the connection closes. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description What the service needs is not answering (the database; for a token of the identity provider, its key set), and nothing was written; retry after Retry-After seconds. */
+            503: {
+                headers: {
+                    /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
+                    "X-Request-Id": string;
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example Service Unavailable */
+                    "text/plain": string;
+                };
+            };
+        };
+    };
+    bikeFacets: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Only this vendor (the whole string, case-sensitive); repeated, any of them.
+                 * @example [
+                 *       "Sentra Cycles",
+                 *       "Trek"
+                 *     ]
+                 */
+                vendor?: string[];
+                /**
+                 * @description Only this product type (the whole string, case-sensitive); repeated, any of them.
+                 * @example [
+                 *       "Hybrid"
+                 *     ]
+                 */
+                productType?: string[];
+                /**
+                 * @description `true` or `false`.
+                 * @example true
+                 */
+                availableForSale?: boolean;
+                /**
+                 * @description `true`: totalInventory above 0; `false`: 0 or less.
+                 * @example true
+                 */
+                inStock?: boolean;
+                /**
+                 * @description The minimum price's currency code; repeated, any of them; required with `minPrice` or `maxPrice`.
+                 * @example [
+                 *       "USD"
+                 *     ]
+                 */
+                currency?: string[];
+                /**
+                 * @description The minimum price at least this (in `currency`).
+                 * @example 100
+                 */
+                minPrice?: number;
+                /**
+                 * @description The minimum price at most this (in `currency`).
+                 * @example 1000
+                 */
+                maxPrice?: number;
+                /**
+                 * @description The title contains this text (case-sensitive; `%`, `_` and `\` match themselves).
+                 * @example Hybrid
+                 */
+                titleContains?: string;
+                /**
+                 * @description A shopper's words, at most 200 characters: every word in the title, vendor, product type or description, in any case, accents ignored; a word of 5 to 8 letters with one typo, of 9 or more with two; the last word also as a prefix. Empty: as if not sent.
+                 * @example moutain bik
+                 */
+                q?: string;
+                /**
+                 * @description The facets to count, a comma list of `vendor`, `productType`, `availableForSale`, `inStock`, `currency`; all when absent.
+                 * @example vendor,productType
+                 */
+                facets?: string;
+            };
+            header?: {
+                /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
+                "X-Request-Id"?: string;
+                /**
+                 * @description A list; an element `primary` reads from the primary database, to see your own writes at once. Other values are ignored.
+                 * @example primary
+                 */
+                "X-Read-From"?: string;
+                /** @description On a read: the ETag of the copy you have; 304, with no body, while it is current. On a write: `*`, write only if there is no such bike (on PUT: create only); or tags, write only if the bike is in none of their states. Otherwise 412. */
+                "If-None-Match"?: string;
+                /** @description Write only if the bike is in this state: its strong ETag, from a read or a write (a list of them, or `*` for any state). Compared strongly: a weak tag never matches. Otherwise 412 and nothing changes. */
+                "If-Match"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The total, the facets and the price ranges */
+            200: {
+                headers: {
+                    /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
+                    "X-Request-Id": string;
+                    /** @description `no-cache`: revalidate before using a stored copy; `no-store` on the change feed: keep none. */
+                    "Cache-Control"?: string;
+                    /** @description Only while the primary cannot be reached and a replica answers: `as-of=<ISO time of the newest commit the replica has>; age=<seconds since>`, or `unknown`. The answer may miss later writes. */
+                    "X-Stale"?: string;
+                    /** @description This representation's ETag: strong for a bike (one state of it: send it in If-Match), weak for a list. A compressed answer's strong tag ends in its coding (`-gzip"`, `-br"`) and stands for the same state. */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "total": 312,
+                     *       "facets": {
+                     *         "vendor": [
+                     *           {
+                     *             "value": "Trek",
+                     *             "count": 120,
+                     *             "selected": true
+                     *           },
+                     *           {
+                     *             "value": "Giant",
+                     *             "count": 95,
+                     *             "selected": false
+                     *           }
+                     *         ]
+                     *       },
+                     *       "prices": [
+                     *         {
+                     *           "currency": "USD",
+                     *           "min": 499.99,
+                     *           "max": 12999
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description The bikes that pass every filter and `q`. */
+                        total: number;
+                        /** @description Each facet asked for: its values, most bikes first (then by value). */
+                        facets: {
+                            vendor?: {
+                                value: string | boolean;
+                                /** @description The bikes with this value that pass every filter but this facet's own. */
+                                count: number;
+                                /** @description The value is one of this facet's filter's. */
+                                selected: boolean;
+                            }[];
+                            productType?: {
+                                value: string | boolean;
+                                /** @description The bikes with this value that pass every filter but this facet's own. */
+                                count: number;
+                                /** @description The value is one of this facet's filter's. */
+                                selected: boolean;
+                            }[];
+                            availableForSale?: {
+                                value: string | boolean;
+                                /** @description The bikes with this value that pass every filter but this facet's own. */
+                                count: number;
+                                /** @description The value is one of this facet's filter's. */
+                                selected: boolean;
+                            }[];
+                            inStock?: {
+                                value: string | boolean;
+                                /** @description The bikes with this value that pass every filter but this facet's own. */
+                                count: number;
+                                /** @description The value is one of this facet's filter's. */
+                                selected: boolean;
+                            }[];
+                            currency?: {
+                                value: string | boolean;
+                                /** @description The bikes with this value that pass every filter but this facet's own. */
+                                count: number;
+                                /** @description The value is one of this facet's filter's. */
+                                selected: boolean;
+                            }[];
+                        };
+                        /** @description Per currency, the lowest and highest minimum price, every filter but the price range applied. */
+                        prices: {
+                            currency: string;
+                            min: number;
+                            max: number;
+                        }[];
+                    };
+                };
+            };
+            /** @description Not Modified: the If-None-Match ETag is still current; no body. */
+            304: {
+                headers: {
+                    /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
+                    "X-Request-Id": string;
+                    /** @description This representation's ETag: strong for a bike (one state of it: send it in If-Match), weak for a list. A compressed answer's strong tag ends in its coding (`-gzip"`, `-br"`) and stands for the same state. */
+                    ETag?: string;
+                    /** @description `no-cache`: revalidate before using a stored copy; `no-store` on the change feed: keep none. */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A parameter that is not valid (`X-Invalid-Field` names it), a facet not one of the five, a price range without `currency`, or a parameter the route does not know. Before any route: a request that cannot be read safely (two Host lines, a Transfer-Encoding that does not end in chunked, a request line or header node cannot parse); the connection closes. */
             400: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */

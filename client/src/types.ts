@@ -37,3 +37,8 @@ export type Filters = Omit<BrowseQuery, 'sort' | 'limit' | 'cursor' | PriceFilte
   );
 /** GET /bikes's orders, each reversed with a leading `-`. */
 export type Sort = NonNullable<BrowseQuery['sort']>;
+
+/** GET /bikes/facets's answer: the total, each facet's values and counts, the price ranges. */
+export type Facets = operations['bikeFacets']['responses'][200]['content']['application/json'];
+/** A facet GET /bikes/facets counts. */
+export type FacetName = keyof Facets['facets'];

@@ -11,6 +11,7 @@ import { routerOf } from '../http/route';
 import { createBike, deleteBike, getBike, getBikeByHandle, replaceBike, updateBike } from './bikes';
 import { browseBikes } from './browse';
 import { bikeChanges } from './changes';
+import { bikeFacets } from './facets';
 import { listBikes, searchBikesByTitle } from './lists';
 import type { Api } from './operation';
 import { pageCursors } from './page-cursors';
@@ -24,6 +25,7 @@ import { issueToken } from './tokens';
  */
 export const API_ROUTES = {
   browseBikes,
+  bikeFacets,
   listBikes,
   bikeChanges,
   getBike,

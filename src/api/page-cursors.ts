@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import * as yup from 'yup';
-import { FILTER_NAMES, type PageFilters, type PageKey, type Sort } from '../bikes/pages';
+import { FILTER_NAMES, type PageFilters } from '../bikes/filters';
+import type { PageKey, Sort } from '../bikes/pages';
 import type { Cursors } from '../http/cursors';
 
 /**

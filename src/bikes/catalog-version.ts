@@ -50,8 +50,9 @@ const listVersion = () =>
     ]);
 
 /** A list's statement: the catalog's version, then the list's rows (`rows`, a query of bikes). */
-export const withListVersion = <Row extends object>(rows: SelectQueryBuilder<DB, 'bikes', Row>) =>
-  headThenRows(listVersion(), rows);
+export const withListVersion = <Row extends object, RowsDB extends DB, From extends keyof RowsDB>(
+  rows: SelectQueryBuilder<RowsDB, From, Row>,
+) => headThenRows(listVersion(), rows);
 
 /**
  * What a list's rows are consistent with, for the change feed to go on from

@@ -1,44 +1,48 @@
 import { type RawBuilder, sql } from 'kysely';
 import { LRUCache } from 'lru-cache';
 import type { Query } from '../db/pool';
-import { containing, kysely, param, prepare } from '../db/sql';
+import { kysely, param, prepare } from '../db/sql';
 import type { Bike } from './bike';
 import { type Seen, seenOf, type Unchanged, unchangedFor, versionOf, withListVersion } from './catalog-version';
 import { BIKE_COLUMNS, fromModelFields } from './fields';
+import { type PageFilters, searchRank, searchTerms, shapeOf, shapedCondition, valueOf } from './filters';
 
 /**
  * GET /bikes's pages (docs/decisions.md#paged-listing): the catalog in one of its orders, filtered,
  * a page at a time, each page the rows after the last one's key (keyset, never OFFSET), so that
- * every page is a range of an index (the migration browse), however deep.
+ * every page is a range of an index (the migration browse), however deep. With a shopper's words
+ * (`q`), their matches, by relevance or in any other order (docs/decisions.md#a-shoppers-search).
  */
-
-/** How many characters of a string the indexes hold (the migration browse: the `*_key` columns). */
-const KEY_CHARACTERS = 200;
 
 /**
  * A column a page is ordered by: its name, and how its value is written in a cursor (text) and
  * read back. A time is written in UTC, ISO 8601, which PostgreSQL reads whatever its DateStyle.
  */
 const KEY_TYPES = {
-  text: { write: (column: string) => sql<string>`${sql.ref(column)}`, read: 'text' },
-  float8: { write: (column: string) => sql<string>`${sql.ref(column)}::text`, read: 'float8' },
+  text: { write: (key: RawBuilder<unknown>) => sql<string>`${key}`, read: 'text' },
+  float8: { write: (key: RawBuilder<unknown>) => sql<string>`${key}::text`, read: 'float8' },
+  int4: { write: (key: RawBuilder<unknown>) => sql<string>`${key}::text`, read: 'int4' },
   timestamptz: {
-    write: (column: string) =>
-      sql<string>`to_char(${sql.ref(column)} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`,
+    write: (key: RawBuilder<unknown>) =>
+      sql<string>`to_char(${key} AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"')`,
     read: 'timestamptz',
   },
 } as const;
 
 interface KeyColumn {
-  column: 'title_key' | 'min_price_currency_key' | 'min_price_amount' | 'updated_at';
+  /** A column of bikes, or `search_rank`, a bike's rank for `q` (searchRank, filters.ts). */
+  column: 'title_key' | 'min_price_currency_key' | 'min_price_amount' | 'updated_at' | 'search_rank';
   type: keyof typeof KEY_TYPES;
 }
+
+const keyOf = ({ column }: KeyColumn) => (column === 'search_rank' ? searchRank : sql.ref(`bikes.${column}`));
 
 /**
  * The orders, each by its key columns and then the insertion order (seq), which makes it total.
  * Titles by their first 200 characters in code point order; prices by currency, then the minimum
  * price's amount (prices in two currencies do not compare); `updatedAt` by when a bike last
- * changed (a trigger sets it, whoever writes).
+ * changed (a trigger sets it, whoever writes); `relevance`, with `q` alone, by the bike's rank for
+ * its words.
  */
 const ORDERS = {
   created: [],
@@ -48,60 +52,17 @@ const ORDERS = {
     { column: 'min_price_amount', type: 'float8' },
   ],
   updatedAt: [{ column: 'updated_at', type: 'timestamptz' }],
+  relevance: [{ column: 'search_rank', type: 'int4' }],
 } as const satisfies Record<string, readonly KeyColumn[]>;
 
 type Order = keyof typeof ORDERS;
 
-/** A sort: an order, ascending, or descending with a leading `-`. */
-export type Sort = Order | `-${Order}`;
+/** A sort: an order, ascending, or descending with a leading `-`; relevance, best first, alone. */
+export type Sort = Order | `-${Exclude<Order, 'relevance'>}`;
 
-export const SORTS: readonly Sort[] = (Object.keys(ORDERS) as Order[]).flatMap((order): Sort[] => [order, `-${order}`]);
-
-/** What GET /bikes filters by; every filter given must hold. */
-export interface PageFilters {
-  vendor?: string;
-  productType?: string;
-  availableForSale?: boolean;
-  /** totalInventory above 0 (true), or not (false). */
-  inStock?: boolean;
-  /** The minimum price's currency: the price range's, which it requires. */
-  currency?: string;
-  minPrice?: number;
-  maxPrice?: number;
-  /** A substring of the title, case-sensitive and literal, as the title search takes it. */
-  titleContains?: string;
-}
-
-type FilterName = keyof PageFilters;
-
-/**
- * A string column equal to a value, by its key column (its first 200 characters, indexed): the
- * whole strings compared too only for a value of 200 characters or more, the only one the key
- * can match without the whole string being equal. (For a shorter value PostgreSQL folds that part
- * away when it plans the statement with the value: a condition said twice would have it expect a
- * fiftieth of the rows it finds, and choose its plan by that.)
- */
-const equals = (
-  column: 'vendor' | 'product_type' | 'min_price_currency_code',
-  key: string,
-  value: RawBuilder<unknown>,
-) =>
-  sql<boolean>`(${sql.ref(key)} = left(${value}::text, ${sql.lit(KEY_CHARACTERS)})
-    AND (length(${value}::text) < ${sql.lit(KEY_CHARACTERS)} OR ${sql.ref(column)} = ${value}::text))`;
-
-/** Each filter's condition on its value. */
-const FILTERS: { [Name in FilterName]-?: (value: RawBuilder<unknown>) => RawBuilder<boolean> } = {
-  vendor: (value) => equals('vendor', 'vendor_key', value),
-  productType: (value) => equals('product_type', 'product_type_key', value),
-  availableForSale: (value) => sql`available_for_sale = ${value}::boolean`,
-  inStock: (value) => sql`(total_inventory > 0) = ${value}::boolean`,
-  currency: (value) => equals('min_price_currency_code', 'min_price_currency_key', value),
-  minPrice: (value) => sql`min_price_amount >= ${value}::float8`,
-  maxPrice: (value) => sql`min_price_amount <= ${value}::float8`,
-  titleContains: (value) => sql`title LIKE ${value}::text`,
-};
-
-export const FILTER_NAMES = Object.keys(FILTERS) as FilterName[];
+export const SORTS: readonly Sort[] = (Object.keys(ORDERS) as Order[]).flatMap((order): Sort[] =>
+  order === 'relevance' ? [order] : [order, `-${order}`],
+);
 
 /** Where a page starts: after the row with these keys (as text, in the order's columns) and seq. */
 export interface PageKey {
@@ -137,7 +98,7 @@ const orderOf = (sort: Sort): Order => (sort.startsWith('-') ? sort.slice(1) : s
  * see for a tenth of the table, so a plan made once for every limit never looks as cheap as one
  * made for each, and a prepared page would be planned anew every time (docs/decisions.md#prepared-statements).
  */
-function pageStatement(sort: Sort, filters: FilterName[], after: boolean, rows: number) {
+function pageStatement(sort: Sort, filters: string[], after: boolean, rows: number) {
   const columns: readonly KeyColumn[] = ORDERS[orderOf(sort)];
   const direction = sort.startsWith('-') ? 'desc' : 'asc';
   const seq = param<string>();
@@ -149,19 +110,24 @@ function pageStatement(sort: Sort, filters: FilterName[], after: boolean, rows: 
     params.seq = seq;
   }
   return prepare(params, (p) => {
-    let page = kysely.selectFrom('bikes').select(BIKE_COLUMNS).select('bikes.seq').select(keysOf(columns).as('keys'));
-    for (const name of filters) page = page.where(FILTERS[name](p[name]));
+    let page = kysely
+      .with('search', (db) => db.selectNoFrom(searchTerms(p.q)))
+      .selectFrom('bikes')
+      .select(BIKE_COLUMNS)
+      .select('bikes.seq')
+      .select(keysOf(columns).as('keys'));
+    for (const name of filters) page = page.where(shapedCondition(name, p[name]));
     if (after) {
       const keyed = sql.join([
         ...columns.map(({ type }, i) => sql`${keyParams[i]}::${sql.raw(KEY_TYPES[type].read)}`),
         sql`${seq}::bigint`,
       ]);
-      const ordered = sql.join([...columns.map(({ column }) => sql.ref(`bikes.${column}`)), sql.ref('bikes.seq')]);
+      const ordered = sql.join([...columns.map(keyOf), sql.ref('bikes.seq')]);
       page = page.where(
         direction === 'asc' ? sql<boolean>`(${ordered}) > (${keyed})` : sql<boolean>`(${ordered}) < (${keyed})`,
       );
     }
-    for (const { column } of columns) page = page.orderBy(sql.ref(`bikes.${column}`), direction);
+    for (const column of columns) page = page.orderBy(keyOf(column), direction);
     return withListVersion(page.orderBy('bikes.seq', direction).limit(sql.lit(rows)));
   });
 }
@@ -172,7 +138,7 @@ function pageStatement(sort: Sort, filters: FilterName[], after: boolean, rows: 
  */
 function keysOf(columns: readonly KeyColumn[]) {
   if (columns.length === 0) return sql<string>`'[]'::text`;
-  return sql<string>`json_build_array(${sql.join(columns.map(({ column, type }) => KEY_TYPES[type].write(column)))})::text`;
+  return sql<string>`json_build_array(${sql.join(columns.map((column) => KEY_TYPES[column.type].write(keyOf(column))))})::text`;
 }
 
 type PageStatement = ReturnType<typeof pageStatement>;
@@ -184,16 +150,11 @@ type PageRow = Parameters<typeof fromModelFields>[0] & { seq: string; keys: stri
  */
 const statements = new LRUCache<string, PageStatement>({ max: 512 });
 
-function statementOf(sort: Sort, filters: FilterName[], after: boolean, rows: number): PageStatement {
+function statementOf(sort: Sort, filters: string[], after: boolean, rows: number): PageStatement {
   const shape = `${sort} ${filters.join(',')} ${after} ${rows}`;
   let statement = statements.get(shape);
   if (!statement) statements.set(shape, (statement = pageStatement(sort, filters, after, rows)));
   return statement;
-}
-
-/** A filter's value as its condition takes it: a title's substring as a LIKE pattern. */
-function valueOf(name: FilterName, filters: PageFilters): unknown {
-  return name === 'titleContains' ? containing(filters.titleContains ?? '') : filters[name];
 }
 
 /**
@@ -214,7 +175,7 @@ export async function readPage(
 ): Promise<Unchanged | Page> {
   const unchanged = current && (await unchangedFor(query, current));
   if (unchanged) return unchanged;
-  const filters = FILTER_NAMES.filter((name) => request.filters[name] !== undefined);
+  const filters = shapeOf(request.filters);
   const values: Record<string, unknown> = {};
   for (const name of filters) values[name] = valueOf(name, request.filters);
   request.after?.keys.forEach((key, i) => (values[`key${i}`] = key));

@@ -186,6 +186,7 @@ const SERVICE_ROLE_RIGHTS: Record<string, string> = {
   catalog_identity: 'SELECT',
   bike_changes: 'SELECT',
   bike_changes_pruning: 'SELECT',
+  bike_words: 'SELECT',
   _prisma_migrations: 'SELECT',
 };
 

@@ -146,10 +146,14 @@ function unknownParameterOf(route: RouteDeclaration<unknown>) {
 /** A number as a query string writes it: decimal, no exponent, no leading zero, no sign but minus. */
 const QUERY_NUMBER = /^-?(0|[1-9]\d{0,15})(\.\d{1,15})?$/;
 
-/** What a query parameter's text means, for a parameter declared of each type: undefined, no meaning. */
+/**
+ * What a query parameter's text means, for a parameter declared of each type: undefined, no
+ * meaning. A parameter declared a list (an array) may be repeated: one value is a list of one.
+ */
 const QUERY_VALUES: Partial<Record<string, (text: string) => unknown>> = {
   number: (text) => (QUERY_NUMBER.test(text) ? Number(text) : undefined),
   boolean: (text) => (text === 'true' ? true : text === 'false' ? false : undefined),
+  array: (text) => [text],
 };
 
 /**

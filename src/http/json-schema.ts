@@ -14,6 +14,7 @@ const TESTS: Record<string, Record<string, (params: Params) => JsonSchema>> = {
   string: {
     matches: (params) => ({ pattern: (params?.regex as RegExp).source }),
     min: (params) => ({ minLength: params?.min }),
+    max: (params) => ({ maxLength: params?.max }),
     uuid: () => ({ format: 'uuid' }),
   },
   // A JSON number is always finite (1e999 parses to Infinity, which the service refuses).
@@ -25,6 +26,10 @@ const TESTS: Record<string, Record<string, (params: Params) => JsonSchema>> = {
   },
   boolean: {},
   object: {},
+  array: {
+    min: (params) => ({ minItems: params?.min }),
+    max: (params) => ({ maxItems: params?.max }),
+  },
 };
 
 /**
@@ -56,6 +61,8 @@ function convert(description: Description, components?: Record<string, JsonSchem
     ...(meaning && { description: meaning }),
     ...(description.oneOf.length > 0 && { enum: description.oneOf }),
   };
+  const items = (description as { innerType?: Description }).innerType;
+  if (items) schema.items = convert(items, components);
   if (description.fields) {
     const fields = Object.entries(description.fields);
     schema.properties = Object.fromEntries(fields.map(([key, field]) => [key, convert(field, components)]));

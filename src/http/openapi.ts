@@ -183,6 +183,8 @@ export function openApiDocument(api: ApiDescription) {
       required: !queryFields[name].optional,
       description,
       schema: fromDescription(queryFields[name]),
+      // A list: the parameter repeated, a value each (`vendor=A&vendor=B`).
+      ...(queryFields[name].type === 'array' && { style: 'form', explode: true }),
       example,
     }));
     const headerFields = inputs.headers?.fields ?? {};

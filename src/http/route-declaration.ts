@@ -61,7 +61,7 @@ export interface RouteDeclaration<Input> {
   /** Statuses the handler answers besides those the declaration implies, for the OpenAPI document. */
   alsoAnswers?: ErrorStatus[];
   /** The query parameters, for the OpenAPI document (their schemas come from `input`). */
-  queryParameters?: Record<string, { description: string; example: string | number | boolean }>;
+  queryParameters?: Record<string, { description: string; example: string | number | boolean | string[] }>;
   /** The 200: what it is, its schema and an example. */
   ok: { description: string; schema: JsonSchema; example: unknown };
   /** What an error status means on this route, where the general meaning says too little. */

@@ -13,8 +13,8 @@ import { CLIENT, codeBlock } from '../client/project';
 /**
  * The client (client/dist/index.js, as a site serves it) in a real headless Chromium, from a page
  * on another origin than the service's (CORS_ORIGIN names it): client/README.md's page that edits
- * safely, and a page that creates (Idempotency-Key), updates (If-Match), sends a compressed body
- * and follows the catalog by an event stream.
+ * safely, a page that creates (Idempotency-Key), updates (If-Match), sends a compressed body
+ * and follows the catalog by an event stream, and a storefront's listing (a search, facets).
  */
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
@@ -218,6 +218,43 @@ describe('the client in headless Chromium, from a page on another origin', () =>
     }
     expect(toService('GET', /^\/bikes\//, before)).toHaveLength(1);
     expect(toService('POST', /^\/bikes\/$/, before)).toEqual([]);
+    expect(errors).toEqual([]);
+  });
+
+  it("shows a storefront's listing: a shopper's search through the client, and facets() with the counts", async () => {
+    const word = `Velozq${Date.now()}`;
+    const made: Bike[] = [];
+    for (const vendor of ['Trek', 'Giant', 'Trek']) {
+      made.push(await write('POST', '/bikes/', newBike({ title: `${word} Électrique`, vendor })));
+    }
+    await page.goto(`${siteUrl}/test.html`);
+    await page.waitForFunction(() => 'client' in globalThis);
+    const before = sent.length;
+    const listing = await page.evaluate(
+      async ({ baseUrl, typed }) => {
+        const { client } = globalThis as unknown as TestWindow;
+        const catalog = client.createCatalogClient({ baseUrl });
+        // The shopper types the word without its accent, still typing the last one.
+        const filters = { q: `${typed} electri`, vendor: ['Trek'] };
+        const counts = await catalog.facets(filters, { facets: ['vendor'] });
+        const titles: string[] = [];
+        for await (const page of catalog.pages(filters)) titles.push(...page.map((bike) => bike.id));
+        return { counts, titles };
+      },
+      { baseUrl: relay.baseUrl, typed: word.toLowerCase() },
+    );
+    expect(listing.counts).toEqual({
+      total: 2,
+      facets: {
+        vendor: [
+          { value: 'Trek', count: 2, selected: true },
+          { value: 'Giant', count: 1, selected: false },
+        ],
+      },
+      prices: [{ currency: 'USD', min: 499.99, max: 499.99 }],
+    });
+    expect(listing.titles).toEqual([made[0].id, made[2].id]);
+    expect(toService('GET', /^\/bikes\/facets$/, before)).toHaveLength(1);
     expect(errors).toEqual([]);
   });
 

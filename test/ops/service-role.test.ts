@@ -208,6 +208,8 @@ describe("the service's role, migrated with a role of its own (docs/decisions.md
       'DROP TABLE bikes',
       'CREATE TABLE planted (id int)',
       'DELETE FROM "_prisma_migrations"',
+      "INSERT INTO bike_words (word) VALUES ('planted')",
+      'DELETE FROM bike_words',
     ]) {
       expect(await refused(sql)).toEqual({ sql, error: '42501' });
     }
@@ -225,6 +227,18 @@ describe("the service's role, migrated with a role of its own (docs/decisions.md
        VALUES (gen_random_uuid(), 'h', 't', 'p', 'c', 'd', 'v', true, 1, 1, 'EUR', 2, 'EUR')`,
     );
     expect(await sum()).toBeGreaterThan(before);
+  });
+
+  it("searches, and its writes add their words to the search's list it may only read (docs/decisions.md#a-shoppers-search)", async () => {
+    await asService.query(
+      `INSERT INTO bikes (id, handle, title, product_type, created_at, description, vendor, available_for_sale,
+         total_inventory, min_price_amount, min_price_currency_code, max_price_amount, max_price_currency_code)
+       VALUES (gen_random_uuid(), 'h', 'Zweirad Élan', 'p', 'c', 'd', 'v', true, 1, 1, 'EUR', 2, 'EUR')`,
+    );
+    const { rows } = await asService.query<{ title: string }>(
+      `SELECT title FROM bikes WHERE search_words @@ (bike_search_queries('zweirat elan'))[8]`,
+    );
+    expect(rows).toEqual([{ title: 'Zweirad Élan' }]);
   });
 
   it('logs its writes in the change log it may only read, and prunes the log only through the function made for it', async () => {
