@@ -444,7 +444,7 @@ interface paths {
         put?: never;
         /**
          * Create a bike
-         * @description The server makes the id (UUID v4) and the handle (from the title); a body id or handle is ignored. `POST /bikes` is the same route.
+         * @description The server makes the id (UUID v4) and the handle (from the title); a body id or handle is ignored. A field the bike does not have is ignored too: not stored, not returned. `POST /bikes` is the same route.
          */
         post: operations["createBike"];
         delete?: never;
@@ -3671,6 +3671,10 @@ interface operations {
 /** The service's types, as its OpenAPI document declares them (schema.ts, generated). */
 type Schemas = components['schemas'];
 type Bike = Schemas['Bike'];
+/** A bike's `priceRange`: its `minPrice` and `maxPrice`. */
+type PriceRange = Schemas['PriceRange'];
+/** An `amount` and its `currencyCode`. */
+type Money = Schemas['Money'];
 /** The fields a create sends: all of a bike's but `id` and `handle`, which the service makes. */
 type NewBike = Schemas['NewBike'];
 /** Any of a bike's fields, for an update. */
@@ -3694,8 +3698,16 @@ type CatalogEvent = Change | {
     cursor: string;
 };
 type BrowseQuery = NonNullable<operations['browseBikes']['parameters']['query']>;
-/** GET /bikes's filters. */
-type Filters = Omit<BrowseQuery, 'sort' | 'limit' | 'cursor'>;
+type PriceFilters = 'currency' | 'minPrice' | 'maxPrice';
+/**
+ * GET /bikes's filters. A price range is in one currency: `minPrice` or `maxPrice` only with
+ * `currency` (the service refuses them without it, 400), which the compiler says here.
+ */
+type Filters = Omit<BrowseQuery, 'sort' | 'limit' | 'cursor' | PriceFilters> & ({
+    currency?: undefined;
+    minPrice?: undefined;
+    maxPrice?: undefined;
+} | (Required<Pick<BrowseQuery, 'currency'>> & Pick<BrowseQuery, 'minPrice' | 'maxPrice'>));
 /** GET /bikes's orders, each reversed with a leading `-`. */
 type Sort = NonNullable<BrowseQuery['sort']>;
 /** GET /bikes/facets's answer: the total, each facet's values and counts, the price ranges. */
@@ -3724,7 +3736,16 @@ interface FollowOptions extends CallOptions {
     from?: string;
     /** How long to wait between pages of changes once caught up, where there is no EventSource: 1 s. */
     pollMs?: number;
+    /** Told each time where the follower stands changes (FollowStatus). */
+    onStatus?: (status: FollowStatus) => void;
 }
+/**
+ * Where a follower stands: `offline`, the service does not answer (or answers 5xx) and is asked
+ * again; `catching-up`, it answers, and what came meanwhile is being handed over; `caught-up`,
+ * every change up to the last the service had when asked is handed over, and each new one
+ * follows as it comes.
+ */
+type FollowStatus = 'offline' | 'catching-up' | 'caught-up';
 
 interface CatalogClientOptions {
     /** The service's address: `https://catalog.example.com`. */
@@ -3830,6 +3851,15 @@ declare class ServerError extends CatalogError {
         cause?: unknown;
     });
 }
+/**
+ * A request stopped on this side, which asking again cannot change: the client refused to send it
+ * (a token that an `Authorization` header cannot carry), or the browser withheld the service's
+ * answer from this page (CORS: the service does not allow the page's origin). Nothing was written.
+ */
+declare class BlockedError extends CatalogError {
+    name: string;
+    readonly written = "nothing";
+}
 
-export { CatalogError, ConflictError, NotFoundError, RequestError, ServerError, createCatalogClient };
-export type { Bike, BikePatch, CallOptions, CatalogClient, CatalogClientOptions, CatalogEvent, Change, EventSourceConstructor, EventSourceLike, FacetName, Facets, Filters, FollowOptions, NewBike, Sort, TokenSource, components, operations, paths };
+export { BlockedError, CatalogError, ConflictError, NotFoundError, RequestError, ServerError, createCatalogClient };
+export type { Bike, BikePatch, CallOptions, CatalogClient, CatalogClientOptions, CatalogEvent, Change, EventSourceConstructor, EventSourceLike, FacetName, Facets, Filters, FollowOptions, FollowStatus, Money, NewBike, PriceRange, Sort, TokenSource, components, operations, paths };
