@@ -131,7 +131,7 @@ async function pageAfter(feed: Feed, cursor: string): Promise<{ gone: true } | {
     persistence(feed, what),
   );
   const { response, data } = answer;
-  const refusedCursor = response.status === 400 && response.headers.get('X-Invalid-Field') === 'since';
+  const refusedCursor = response.status === 400 && response.headers.get('X-Invalid-Field') === 'query.since';
   if (response.status === 410 || refusedCursor) return { gone: true };
   if (!data) throw refusal(what, response);
   const full = data.length === PAGE;

@@ -113,7 +113,7 @@ export const HEADERS = {
   'X-Invalid-Field': {
     description:
       'The first field that failed, in the order of its schema: its dotted path in the body as sent ' +
-      '(`priceRange.minPrice.amount`), or the name of the query parameter (`query`) or request header ' +
+      '(`priceRange.minPrice.amount`), `query.` and the name of the query parameter (`query.q`), or the request header ' +
       '(`idempotency-key`). Absent when the body fails as a whole: malformed JSON, not an object, a media ' +
       'type or charset that cannot be read, or a value the database refuses.',
     schema: text,

@@ -52,7 +52,7 @@ describe('the answers of the API', () => {
       expect({ target, status: res.status, field: res.headers.get('x-invalid-field') }).toEqual({
         target,
         status: 400,
-        field: name,
+        field: `query.${name}`,
       });
     }
     // A name that is not plain is not echoed.

@@ -194,7 +194,7 @@ describe('GET /bikes: browsing, filtered and sorted, a page at a time', () => {
       expect({ query, status: res.status, field: res.headers.get('x-invalid-field') }).toEqual({
         query,
         status: 400,
-        field,
+        field: `query.${field}`,
       });
     }
     // An unknown parameter whose name is not a plain one is refused without echoing it.
@@ -222,7 +222,7 @@ describe('GET /bikes: browsing, filtered and sorted, a page at a time', () => {
       expect({ path, status: res.status, field: res.headers.get('x-invalid-field') }).toEqual({
         path,
         status: 400,
-        field: 'cursor',
+        field: 'query.cursor',
       });
     }
   });

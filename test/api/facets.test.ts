@@ -185,7 +185,7 @@ describe('GET /bikes/facets: counts for a storefront', () => {
       expect({ query, status: res.status, field: res.headers.get('x-invalid-field') }).toEqual({
         query,
         status: 400,
-        field,
+        field: `query.${field}`,
       });
     }
     expect(await (await api.request('GET', '/bikes/all')).json()).toEqual(all);

@@ -124,7 +124,7 @@ describe('X-Invalid-Field: which field a 400 refused', () => {
       ['containing U+0000', 'query=a%00b'],
     ])('when the query parameter is %s, it answers 400 naming the parameter', async (_, search) => {
       const res = await api.request('GET', `/bikes/search/by-title?${search}`, { token: null });
-      expectBadRequestNaming(res, 'query');
+      expectBadRequestNaming(res, 'query.query');
     });
   });
 

@@ -163,7 +163,7 @@ describe('GET /bikes/search/by-title', () => {
     await createTitled(`${t} params`);
     const res = await api.request('GET', `/bikes/search/by-title?query=${t}&title=zzz`, { token: null });
     expectPlainError(res, 400, 'Bad Request');
-    expect(res.headers.get('x-invalid-field')).toBe('title');
+    expect(res.headers.get('x-invalid-field')).toBe('query.title');
   });
 
   describe('a failed search answers 400', () => {

@@ -111,7 +111,7 @@ describe('GET /bikes?q=: a shopper search', () => {
       expect({ query, status: res.status, field: res.headers.get('x-invalid-field') }).toEqual({
         query,
         status: 400,
-        field,
+        field: `query.${field}`,
       });
     }
     expect((await api.request('GET', `/bikes?q=${'a'.repeat(200)}`)).status).toBe(200);
@@ -129,7 +129,7 @@ describe('GET /bikes?q=: a shopper search', () => {
       expect({ other, status: res.status, field: res.headers.get('x-invalid-field') }).toEqual({
         other,
         status: 400,
-        field: 'cursor',
+        field: 'query.cursor',
       });
     }
   });

@@ -213,7 +213,7 @@ describe('GET /bikes/changes', () => {
       expect({ since, status: res.status, field: res.headers.get('x-invalid-field') }).toEqual({
         since,
         status: 400,
-        field: 'since',
+        field: 'query.since',
       });
     }
     for (const limit of ['0', '1001', 'ten', '-1']) {
@@ -221,7 +221,7 @@ describe('GET /bikes/changes', () => {
       expect({ limit, status: res.status, field: res.headers.get('x-invalid-field') }).toEqual({
         limit,
         status: 400,
-        field: 'limit',
+        field: 'query.limit',
       });
     }
   });
