@@ -3536,5 +3536,38 @@ declare class ServerError extends CatalogError {
     });
 }
 
-export { CatalogError, ConflictError, NotFoundError, RequestError, ServerError, createCatalogClient };
-export type { Bike, BikePatch, CallOptions, CatalogClient, CatalogClientOptions, CatalogEvent, Change, EventSourceConstructor, EventSourceLike, Filters, FollowOptions, NewBike, Sort, TokenSource, components, operations, paths };
+/**
+ * A receiver's check of a webhook (docs/webhook-receivers.md), as the Standard Webhooks
+ * specification says and its libraries do it: the HMAC-SHA256 of `id.timestamp.body` under the
+ * subscription's secret (`whsec_...`) must be one of the `v1,` signatures of `webhook-signature`
+ * (several, space-separated, while a rotated secret still signs), and `webhook-timestamp` within
+ * five minutes of now. Over WebCrypto, so the same in browsers and Node.js; test/client checks it
+ * against the standardwebhooks library.
+ */
+/** A webhook's body: a change of the catalog, with the feed's cursor after it. */
+type WebhookEvent = {
+    type: 'bike.created' | 'bike.updated';
+    timestamp: string;
+    data: Bike;
+    cursor: string;
+} | {
+    type: 'bike.deleted';
+    timestamp: string;
+    data: {
+        id: string;
+    };
+    cursor: string;
+};
+/** The message is not one the secret signed, or is too old (or too far ahead) to be taken. */
+declare class WebhookVerificationError extends Error {
+    name: string;
+}
+type HeaderSource = Headers | Record<string, string | string[] | undefined>;
+/**
+ * The event, once `body` (the request's bytes, exactly as they came) is proved to be signed with
+ * `secret`; WebhookVerificationError otherwise. Deduplicate by `webhook-id`, order by `cursor`.
+ */
+declare function verifyWebhook(secret: string, headers: HeaderSource, body: string | Uint8Array, now?: Date): Promise<WebhookEvent>;
+
+export { CatalogError, ConflictError, NotFoundError, RequestError, ServerError, WebhookVerificationError, createCatalogClient, verifyWebhook };
+export type { Bike, BikePatch, CallOptions, CatalogClient, CatalogClientOptions, CatalogEvent, Change, EventSourceConstructor, EventSourceLike, Filters, FollowOptions, NewBike, Sort, TokenSource, WebhookEvent, components, operations, paths };

@@ -1112,4 +1112,56 @@ function signWrites(tokens) {
     };
 }
 
-export { CatalogError, ConflictError, NotFoundError, RequestError, ServerError, createCatalogClient };
+/** The message is not one the secret signed, or is too old (or too far ahead) to be taken. */
+class WebhookVerificationError extends Error {
+    name = 'WebhookVerificationError';
+}
+/** How far a webhook-timestamp may be from now, either way. */
+const TOLERANCE_SECONDS = 5 * 60;
+function header(headers, name) {
+    if (typeof headers.get === 'function')
+        return headers.get(name) ?? undefined;
+    const record = headers;
+    const value = record[name] ?? Object.entries(record).find(([key]) => key.toLowerCase() === name)?.[1];
+    return Array.isArray(value) ? value.join(', ') : value;
+}
+function fromBase64(text) {
+    try {
+        return Uint8Array.from(atob(text), (char) => char.charCodeAt(0));
+    }
+    catch {
+        return undefined;
+    }
+}
+/**
+ * The event, once `body` (the request's bytes, exactly as they came) is proved to be signed with
+ * `secret`; WebhookVerificationError otherwise. Deduplicate by `webhook-id`, order by `cursor`.
+ */
+async function verifyWebhook(secret, headers, body, now = new Date()) {
+    const id = header(headers, 'webhook-id');
+    const timestamp = header(headers, 'webhook-timestamp');
+    const signatures = header(headers, 'webhook-signature');
+    if (!id || !timestamp || !signatures)
+        throw new WebhookVerificationError('missing webhook-id, -timestamp or -signature');
+    if (!/^\d+$/.test(timestamp))
+        throw new WebhookVerificationError('webhook-timestamp is not a number of seconds');
+    if (Math.abs(now.getTime() / 1000 - Number(timestamp)) > TOLERANCE_SECONDS) {
+        throw new WebhookVerificationError('webhook-timestamp is too far from now');
+    }
+    const keyBytes = fromBase64(secret.startsWith('whsec_') ? secret.slice('whsec_'.length) : secret);
+    if (!keyBytes)
+        throw new WebhookVerificationError('the secret is not whsec_ and base64');
+    const key = await crypto.subtle.importKey('raw', keyBytes, { name: 'HMAC', hash: 'SHA-256' }, false, ['verify']);
+    const text = typeof body === 'string' ? body : new TextDecoder().decode(body);
+    const signed = new TextEncoder().encode(`${id}.${timestamp}.${text}`);
+    for (const signature of signatures.split(' ')) {
+        const [version, value] = signature.split(',');
+        const mac = version === 'v1' && value ? fromBase64(value) : undefined;
+        // crypto.subtle.verify compares in constant time.
+        if (mac && (await crypto.subtle.verify('HMAC', key, mac, signed)))
+            return JSON.parse(text);
+    }
+    throw new WebhookVerificationError('no signature matches');
+}
+
+export { CatalogError, ConflictError, NotFoundError, RequestError, ServerError, WebhookVerificationError, createCatalogClient, verifyWebhook };

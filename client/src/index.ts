@@ -10,4 +10,5 @@ export { CatalogError, ConflictError, NotFoundError, RequestError, ServerError }
 export type { FollowOptions } from './follow.ts';
 export type { components, operations, paths } from './schema.ts';
 export type { TokenSource } from './tokens.ts';
+export { verifyWebhook, type WebhookEvent, WebhookVerificationError } from './webhooks.ts';
 export type { Bike, BikePatch, CatalogEvent, Change, Filters, NewBike, Sort } from './types.ts';
