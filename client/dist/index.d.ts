@@ -3537,7 +3537,7 @@ declare class ServerError extends CatalogError {
 }
 
 /**
- * A receiver's check of a webhook (docs/webhook-receivers.md), as the Standard Webhooks
+ * A receiver's check of a webhook (docs/webhooks.md), as the Standard Webhooks
  * specification says and its libraries do it: the HMAC-SHA256 of `id.timestamp.body` under the
  * subscription's secret (`whsec_...`) must be one of the `v1,` signatures of `webhook-signature`
  * (several, space-separated, while a rotated secret still signs), and `webhook-timestamp` within

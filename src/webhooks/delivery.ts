@@ -419,5 +419,3 @@ export function webhookDelivery(query: Query, { retryDelays, cursorOf, live, log
 class LeaseLost extends Error {}
 /** The subscription stopped itself (disabled, behind). */
 class Stopped extends Error {}
-
-export type WebhookDelivery = ReturnType<typeof webhookDelivery>;

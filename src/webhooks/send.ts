@@ -2,7 +2,7 @@ import http from 'node:http';
 import https from 'node:https';
 
 /**
- * One attempt to deliver (docs/webhooks.md#what-counts-as-delivered): a POST to the receiver,
+ * One attempt to deliver (docs/webhooks.md#deduplicate-order-answer-fast): a POST to the receiver,
  * which must answer 2xx within ATTEMPT_TIMEOUT_MS. A redirect is an answer like any other that is
  * not 2xx (never followed); of the answer's body at most MAX_ANSWER_BYTES are read, then the
  * connection is dropped. Whatever the receiver does (hang, reset, send garbage), the attempt
@@ -10,7 +10,7 @@ import https from 'node:https';
  */
 
 /** The most an attempt waits for the whole answer. */
-export const ATTEMPT_TIMEOUT_MS = 5_000;
+const ATTEMPT_TIMEOUT_MS = 5_000;
 /** What is read of an answer's body (kept for `deliveries`, to say why an attempt failed). */
 const MAX_ANSWER_BYTES = 1024;
 

@@ -3,13 +3,13 @@ import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 
 /** A message a receiver verified: its headers' id and its body. */
-export interface Received {
+interface Received {
   webhookId: string;
   body: { type: string; timestamp: string; data: { id: string } & Record<string, unknown>; cursor: string };
 }
 
 /** How a path of the receiver answers an attempt it verified. */
-export type Behaviour = (attempt: { webhookId: string; attempts: number }) => 'ok' | 'fail' | 'hang';
+type Behaviour = (attempt: { webhookId: string; attempts: number }) => 'ok' | 'fail' | 'hang';
 
 export interface Receiver {
   url(path: string): string;
