@@ -96,12 +96,14 @@ const TAKE = `UPDATE webhook_subscriptions SET lease_holder = $1, lease_until = 
 /**
  * The position moves past the changes delivered (and those skipped among them), and the attempts
  * that delivered them are recorded: one statement for a run of changes, only while the lease is
- * still this instance's.
+ * still this instance's and the position is where this deliverer left it (an operator's replay
+ * moves it).
  */
 const ADVANCE = `WITH moved AS (
     UPDATE webhook_subscriptions SET position_txid = $3::bigint, position_change_id = $4::bigint,
       horizon_txid = $5::bigint, horizon_change_id = $6::bigint, triggers = $7, failed_attempts = 0, next_attempt_at = NULL
-    WHERE id = $1 AND lease_holder = $2 RETURNING id),
+    WHERE id = $1 AND lease_holder = $2 AND (position_txid, position_change_id) = ($13::bigint, $14::bigint)
+    RETURNING id),
   recorded AS (
     INSERT INTO webhook_deliveries (subscription_id, webhook_id, event, attempt, status, duration_ms)
     SELECT moved.id, d.webhook_id, d.event, d.attempt, d.status, d.duration_ms
@@ -115,7 +117,8 @@ const FAIL = `WITH failed AS (
       next_attempt_at = now() + $3 * interval '1 millisecond',
       state = CASE WHEN $4 THEN 'disabled' ELSE state END, reason = CASE WHEN $4 THEN $5 ELSE reason END,
       lease_holder = CASE WHEN $4 THEN NULL ELSE lease_holder END
-    WHERE id = $1 AND lease_holder = $2 RETURNING id)
+    WHERE id = $1 AND lease_holder = $2 AND (position_txid, position_change_id) = ($12::bigint, $13::bigint)
+    RETURNING id)
   INSERT INTO webhook_deliveries (subscription_id, webhook_id, event, attempt, status, error, duration_ms)
   SELECT id, $6, $7, $8, $9, $10, $11 FROM failed`;
 
@@ -199,7 +202,7 @@ export function webhookDelivery(query: Query, { retryDelays, cursorOf, live, log
   });
 
   /** Moves the position past the run's changes; a lease lost meanwhile stops the deliverer. */
-  async function advance(id: string, run: Run, state: LogState): Promise<void> {
+  async function advance(id: string, held: Held, run: Run, state: LogState): Promise<void> {
     if (run.last === undefined) return;
     const { position } = run.last.point;
     const { rows } = await query<{ moved: number }>(ADVANCE, [
@@ -215,8 +218,11 @@ export function webhookDelivery(query: Query, { retryDelays, cursorOf, live, log
       run.attempts,
       run.statuses,
       run.durations,
+      held.position.txid,
+      held.position.changeId,
     ]);
     if (rows[0]?.moved !== 1) throw new LeaseLost();
+    held.position = position;
     Object.assign(run, newRun());
   }
 
@@ -240,6 +246,8 @@ export function webhookDelivery(query: Query, { retryDelays, cursorOf, live, log
       outcome.status ?? null,
       (outcome.error ?? '').slice(0, 500),
       durationMs,
+      held.position.txid,
+      held.position.changeId,
     ]);
     if ((rowCount ?? 0) === 0) throw new LeaseLost();
     if (disable) {
@@ -289,7 +297,7 @@ export function webhookDelivery(query: Query, { retryDelays, cursorOf, live, log
         const outcome = await send(held.url, signedHeaders(held.secrets, webhookId, body), body);
         const durationMs = Date.now() - started;
         if (!outcome.ok) {
-          await advance(id, run, state);
+          await advance(id, held, run, state);
           return failed(id, held, change, outcome, durationMs);
         }
         webhookDeliveries.inc({ subscription: id, outcome: 'delivered' });
@@ -302,9 +310,9 @@ export function webhookDelivery(query: Query, { retryDelays, cursorOf, live, log
         held.failedAttempts = 0;
       }
       run.last = change;
-      if (Date.now() - run.since >= MOVE_EVERY_MS) await advance(id, run, state);
+      if (Date.now() - run.since >= MOVE_EVERY_MS) await advance(id, held, run, state);
     }
-    await advance(id, run, state);
+    await advance(id, held, run, state);
     if (changes.length < PAGE && !closed) {
       webhookLag.set({ subscription: id }, 0);
       if (generation === seen) await news(IDLE_MS);
@@ -415,7 +423,11 @@ export function webhookDelivery(query: Query, { retryDelays, cursorOf, live, log
   };
 }
 
-/** Another instance holds the lease now, or the subscription was removed or disabled: this one stops. */
+/**
+ * Another instance holds the lease now, or the subscription was removed, disabled or replayed from
+ * elsewhere (its position is not the one this deliverer moved it to): this loop stops, and the
+ * next scan starts again from the row as it is, if the lease is still this instance's.
+ */
 class LeaseLost extends Error {}
 /** The subscription stopped itself (disabled, behind). */
 class Stopped extends Error {}

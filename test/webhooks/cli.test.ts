@@ -1,8 +1,10 @@
 import { execFile } from 'node:child_process';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { Client } from 'pg';
 import type { Bike } from '../../src/bikes/bike';
 import { client, newBike } from '../support/bikes';
+import { type LogPosition, pruneUntilPast } from '../support/pruning';
 import { startTestService, type TestService } from '../support/service';
 import { waitFor } from '../support/wait';
 import { type Receiver, startReceiver } from '../support/webhook-receiver';
@@ -134,5 +136,63 @@ describe('npm run webhooks', () => {
     expect(await run('remove', added.id as string)).toMatchObject({ code: 0, lines: [{ removed: added.id }] });
     expect((await run('list')).lines.some((s) => s.id === added.id)).toBe(false);
     expect(receiver.unverified()).toBe(0);
+  });
+
+  it('a subscription pruning has passed is marked behind, says why, and replays from a time', async () => {
+    const {
+      lines: [added],
+    } = await run('add', receiver.url('/behind'));
+    let up = false;
+    receiver.route('/behind', [added.secret as string], () => (up ? 'ok' : 'fail'));
+    const bike = await api.create(newBike());
+    await waitFor('the subscription disabled', async () =>
+      (await run('list')).lines.some((s) => s.id === added.id && s.state === 'disabled') ? true : undefined,
+    );
+    // Its change, and every one before it, older than the retention, and pruned past.
+    const db = new Client({ connectionString: svc.databaseUrl });
+    await db.connect();
+    try {
+      const {
+        rows: [last],
+      } = await db.query<LogPosition>(
+        `SELECT txid::text, change_id::text FROM bike_changes WHERE bike_id = $1 ORDER BY txid DESC, change_id DESC LIMIT 1`,
+        [bike.id],
+      );
+      await db.query(
+        `UPDATE bike_changes SET changed_at = now() - interval '40 days' WHERE (txid, change_id) <= ($1::bigint, $2::bigint)`,
+        [last.txid, last.change_id],
+      );
+      await pruneUntilPast(db, `now() - interval '30 days'`, last);
+    } finally {
+      await db.end();
+    }
+    expect((await run('list')).lines.find((s) => s.id === added.id)).toMatchObject({ prunedPast: true });
+
+    // Replayed from where it stands: it cannot go on without a gap, and says so.
+    up = true;
+    expect((await run('replay', added.id as string)).code).toBe(0);
+    const behind = await waitFor('the subscription behind', async () =>
+      (await run('list')).lines.find((s) => s.id === added.id && s.state === 'behind'),
+    );
+    expect(behind.reason).toEqual(expect.stringContaining('pruned past its position'));
+    // Each instance reads the states for its metrics every second.
+    const shown = `webhook_subscriptions{subscription="${added.id}",state="behind"} 1`;
+    const metrics = await waitFor('the metric', async () => {
+      const text = await (await fetch(`${svc.baseUrl}/metrics`)).text();
+      return text.includes(shown) ? text : undefined;
+    });
+    expect(metrics).toContain(shown);
+
+    // From a time before it: what the log keeps, the bike's latest change.
+    const from = new Date(Date.now() - 41 * 24 * 3600 * 1000).toISOString();
+    expect((await run('replay', added.id as string, '--from', from)).code).toBe(0);
+    const arrived = await waitFor('the kept change', () =>
+      [...receiver.delivered('/behind').values()].find(({ body }) => body.data.id === bike.id),
+    );
+    expect(arrived.body).toMatchObject({ type: 'bike.created', data: bike });
+    expect((await run('list')).lines.find((s) => s.id === added.id)).toMatchObject({
+      state: 'active',
+      prunedPast: false,
+    });
   });
 });

@@ -193,8 +193,13 @@ const keyOf = ({ type, data }: Expected) => `${type} ${JSON.stringify(data)}`;
       const attempts = await cli('deliveries', down.id as string, '--limit', '100');
       expect(attempts.length).toBe(7);
       expect(attempts.every((attempt) => attempt.status === 500)).toBe(true);
-      const metrics = await (await fetch(`${alive[0].baseUrl}/metrics`)).text();
-      expect(metrics).toContain(`webhook_subscriptions{subscription="${down.id}",state="disabled"} 1`);
+      // Each instance reads the states for its metrics every second.
+      const shown = `webhook_subscriptions{subscription="${down.id}",state="disabled"} 1`;
+      const metrics = await waitFor('the metric', async () => {
+        const text = await (await fetch(`${alive[0].baseUrl}/metrics`)).text();
+        return text.includes(shown) ? text : undefined;
+      });
+      expect(metrics).toContain(shown);
 
       // Replayed once its receiver is back: from the first change it had not had, to the last.
       downIsUp = true;
