@@ -352,6 +352,7 @@ export function webhookDelivery(query: Query, { retryDelays, cursorOf, live, log
         id,
         deliver(id).finally(() => running.delete(id)),
       );
+      followLive();
     }
     const states = await query<{ id: string; state: string }>(STATES, []);
     webhookSubscriptionStates.reset();
@@ -379,30 +380,43 @@ export function webhookDelivery(query: Query, { retryDelays, cursorOf, live, log
   }, PRUNE_ATTEMPTS_EVERY_MS);
   pruner.unref();
 
-  // The live feed's one poll per instance wakes the deliverers when changes commit.
-  let following = true;
-  void (async () => {
-    while (following && !closed) {
-      try {
-        const { state } = await changesAfter(query, START, 0);
-        const first = await live.read({ position: { txid: state.complete.txid, changeId: state.complete.changeId } });
-        if (closed) return;
-        live.follow(first, {
-          get ended() {
-            return closed;
-          },
-          receive: (changes) => {
-            if (changes.length > 0) wake();
-          },
-          drained: () => Promise.resolve(),
-          closing: () => (following = false),
-        });
-        return;
-      } catch {
-        await pause(IDLE_MS);
+  /**
+   * The live feed's one poll per instance wakes the deliverers when changes commit: followed while
+   * this instance delivers a subscription (the feed forgets a follower once it has ended).
+   */
+  let follower: { ended: boolean } | undefined;
+  function followLive(): void {
+    if (closed || (follower && !follower.ended)) return;
+    const mine = { ended: false };
+    follower = mine;
+    const ended = () => {
+      if (closed || running.size === 0) mine.ended = true;
+      return mine.ended;
+    };
+    void (async () => {
+      while (!ended()) {
+        try {
+          const { state } = await changesAfter(query, START, 0);
+          const first = await live.read({ position: state.complete });
+          if (ended()) return;
+          return live.follow(first, {
+            get ended() {
+              return ended();
+            },
+            receive: (changes) => {
+              if (changes.length > 0) wake();
+            },
+            drained: () => Promise.resolve(),
+            closing: () => {
+              mine.ended = true;
+            },
+          });
+        } catch {
+          await pause(IDLE_MS);
+        }
       }
-    }
-  })();
+    })();
+  }
 
   return {
     /** This instance's name in lease_holder. */
