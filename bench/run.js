@@ -31,7 +31,8 @@
  * compression, conditional GETs), what the catalog version costs writers, pages of GET /bikes
  * (bench/browse.js), where a request's CPU goes, part by part, the service's beside the Koa
  * server's with the same features (GET by id and a page, each in a profiled turn: bench/parts.js),
- * the change feed (bench/feed.js), commit to event on another instance (bench/live.js), and the
+ * the change feed (bench/feed.js), commit to event on another instance (bench/live.js), commit to
+ * webhook and a subscription's throughput (bench/webhooks.js), and the
  * goals as met or missed. A default run takes about 12 minutes on 2 cores.
  */
 const { createHash, randomBytes } = require('node:crypto');
@@ -45,6 +46,7 @@ const { Client } = require('pg');
 const { browseReport, measureBrowse } = require('./browse');
 const { measureFeed } = require('./feed');
 const { liveReport, measureLive } = require('./live');
+const { measureWebhooks, webhooksReport } = require('./webhooks');
 const { measureParts } = require('./parts');
 const { seedBikes } = require('./seed');
 const { measureStorefront, storefrontReport } = require('./storefront');
@@ -667,7 +669,20 @@ function goals(turns, all) {
   return lines.join('\n');
 }
 
-function report({ servers, turns, different, all, versionCost, browse, parts, feed, live, samples, durability }) {
+function report({
+  servers,
+  turns,
+  different,
+  all,
+  versionCost,
+  browse,
+  parts,
+  feed,
+  live,
+  webhooks,
+  samples,
+  durability,
+}) {
   const pages = browseReport(browse, CONNECTIONS);
   const cpuModel = /^model name\s*:\s*(.*)$/m.exec(fs.readFileSync('/proc/cpuinfo', 'utf8'))?.[1] ?? 'unknown';
   console.log(`
@@ -693,6 +708,8 @@ ${parts}
 ${feed.tables}
 
 ${liveReport(live)}
+
+${webhooksReport(webhooks)}
 
 Goals
 ${goals(turns, all)}
@@ -875,7 +892,8 @@ async function measureAndReport(pg, workDir, samples, durability, setVersionTrig
     );
     const live = await measureLive({ databaseUrl: pg.adminUrl, jwtSecret, workDir });
     const storefront = await storefrontOf();
-    report({ servers, turns, different, all, versionCost, browse, parts, feed, live, samples, durability });
+    const webhooks = await measureWebhooks({ databaseUrl: pg.adminUrl, jwtSecret, workDir });
+    report({ servers, turns, different, all, versionCost, browse, parts, feed, live, webhooks, samples, durability });
     console.log(['', "## A shop's storefront", '', ...storefront].join('\n'));
   } catch (err) {
     // A server that stopped answering has usually exited: say which, and why it says it did.

@@ -7,6 +7,7 @@ import { MIN_SECRET_BYTES, MIN_SECRET_DISTINCT_CHARACTERS } from './auth/secret'
 import type { TokenIssuance } from './auth/tokens';
 import type { PreparedStatements } from './db/pool';
 import { requireAuthOf } from './pg-require-auth';
+import { DEFAULT_RETRY_DELAYS, retryDelaysOf } from './webhooks/retry';
 
 /** Everything the service reads from its environment, validated once at start-up. */
 export interface Config {
@@ -60,6 +61,11 @@ export interface Config {
    * (docs/decisions.md#bounds-on-event-streams).
    */
   maxEventStreams: number;
+  /**
+   * WEBHOOK_RETRY_DELAYS: the waits before each attempt after the first failed one, in
+   * milliseconds; after the last the subscription is disabled (docs/webhooks.md#retries).
+   */
+  webhookRetryDelays: number[];
 }
 
 interface Limits {
@@ -216,7 +222,19 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env, { signsTokens =
       ? null
       : limit('HISTORY_RETENTION_DAYS', 1),
     maxEventStreams: limit('MAX_EVENT_STREAMS', 1_000),
+    webhookRetryDelays: webhookRetryDelays(nonEmpty(env.WEBHOOK_RETRY_DELAYS) ?? DEFAULT_RETRY_DELAYS),
   };
+}
+
+function webhookRetryDelays(text: string): number[] {
+  const delays = retryDelaysOf(text);
+  if (delays === undefined) {
+    throw new ConfigError(
+      `WEBHOOK_RETRY_DELAYS must be durations separated by commas, each a whole number and ms, s, m, h or d ` +
+        `(such as ${DEFAULT_RETRY_DELAYS}), got "${text}"`,
+    );
+  }
+  return delays;
 }
 
 const isPreparedStatements = (value: string): value is PreparedStatements => ['auto', 'on', 'off'].includes(value);

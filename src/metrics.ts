@@ -69,3 +69,31 @@ export function watchPool(name: string, pool: Pool): void {
   pools.set(name, pool);
   pool.on('error', () => databaseErrors.inc({ pool: name }));
 }
+
+/** Attempts to deliver a webhook, by subscription and outcome (delivered, failed): docs/webhooks.md#what-to-watch. */
+export const webhookDeliveries = new Counter({
+  name: 'webhook_deliveries_total',
+  help: 'Attempts to deliver a change to a webhook subscription, by subscription and outcome (delivered: answered 2xx; failed)',
+  labelNames: ['subscription', 'outcome'],
+  registers: [registry],
+});
+
+export const webhookLag = new Gauge({
+  name: 'webhook_subscription_lag_seconds',
+  help: 'How far behind the change log each subscription this instance delivers is: the age of the last change delivered, 0 once caught up',
+  labelNames: ['subscription'],
+  registers: [registry],
+});
+
+export const webhookSubscriptionStates = new Gauge({
+  name: 'webhook_subscriptions',
+  help: 'Each webhook subscription, by its state: active, disabled (its attempts ran out) or behind (pruning passed it)',
+  labelNames: ['subscription', 'state'],
+  registers: [registry],
+});
+
+export const webhookSubscriptionsDisabled = new Counter({
+  name: 'webhook_subscriptions_disabled_total',
+  help: 'Webhook subscriptions this instance disabled because every attempt at a change failed',
+  registers: [registry],
+});

@@ -22,9 +22,11 @@ import { listen } from './http/listener';
 import { createLogger, type LogFormat, type Logger } from './logger';
 import { type DatabaseServer, openDatabaseServer } from './postgres/database-server';
 import { pruneChanges } from './feed/changes';
+import { changeFeed } from './feed/following';
 import { liveFeed } from './feed/live';
 import { watchPool } from './metrics';
 import { withinTime } from './timeout';
+import { webhookDelivery } from './webhooks/delivery';
 
 /** Requests in flight may finish for this long; the pool and PostgreSQL stop in the rest of 10 s. */
 const SHUTDOWN_GRACE_MS = 8_000;
@@ -151,6 +153,13 @@ export async function startService(config: Config, logger: Logger, tuning: Servi
           'reading the change log for event streams failed; trying again',
         ),
     });
+    // Webhooks (docs/webhooks.md): this instance delivers the subscriptions whose lease it holds.
+    const webhooks = webhookDelivery(queryOn(primary), {
+      retryDelays: config.webhookRetryDelays,
+      cursorOf: changeFeed(cursors(jwtSecret), identity.current, live).cursorOf,
+      live,
+      logger,
+    });
     const app = createApp({
       bikes: createBikeRepository({ writes: primary, reads: replica }),
       bikesOnPrimary,
@@ -186,6 +195,7 @@ export async function startService(config: Config, logger: Logger, tuning: Servi
         const closing = Promise.all([listener.close(SHUTDOWN_GRACE_MS), metricsListener?.close(SHUTDOWN_GRACE_MS)]);
         // Event streams never end by themselves: each ends now, with a hint to reconnect
         // (docs/decisions.md#when-a-stream-ends).
+        await webhooks.close();
         await live.close();
         await closing;
         replica?.stop();

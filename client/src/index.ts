@@ -23,3 +23,4 @@ export type {
   PriceRange,
   Sort,
 } from './types.ts';
+export { verifyWebhook, type WebhookEvent, WebhookVerificationError } from './webhooks.ts';

@@ -182,6 +182,8 @@ const SERVICE_ROLE_RIGHTS: Record<string, string> = {
   bikes: 'SELECT, INSERT, UPDATE, DELETE',
   idempotency_keys: 'SELECT, INSERT, UPDATE, DELETE',
   rate_limits: 'SELECT, INSERT, UPDATE, DELETE',
+  webhook_subscriptions: 'SELECT, INSERT, UPDATE, DELETE',
+  webhook_deliveries: 'SELECT, INSERT, UPDATE, DELETE',
   catalog_version_slots: 'SELECT',
   catalog_identity: 'SELECT',
   bike_changes: 'SELECT',

@@ -72,6 +72,10 @@ export interface Change {
   /** The point a follower is at once it has this change. */
   point: FeedPoint;
   kind: 'upsert' | 'delete';
+  /** What the log says the change was: an upsert that made the bike, or one that changed it, or a delete. */
+  action: 'create' | 'update' | 'delete';
+  /** When the writing transaction began. */
+  changedAt: Date;
   id: string;
   /** The bike as it is after the change (an upsert). */
   bike?: Bike;
@@ -120,6 +124,7 @@ const statements = {
             sql<string>`c.txid::text`.as('txid'),
             sql<string>`c.change_id::text`.as('change_id'),
             'c.kind',
+            'c.changed_at',
             'c.bike_id',
             ...writtenColumnsOf('c'),
           ])
@@ -194,11 +199,24 @@ export async function changesAfter(
   const changes: Change[] = [];
   for (const row of rows) {
     // The head's row: the log's state, no change.
-    if (row.txid === null || row.change_id === null || row.bike_id === null || row.kind === null) continue;
+    if (row.txid === null || row.change_id === null || row.bike_id === null) continue;
+    if (row.kind === null || row.changed_at === null) continue;
     const point = pointAfter({ txid: row.txid, changeId: row.change_id }, from.snapshot);
     const bike = bikeOf({ ...row, kind: row.kind, bike_id: row.bike_id });
+    const changedAt = row.changed_at;
     // The log's kind says which (a bike's field may be null): a delete holds no bike.
-    changes.push(bike ? { point, kind: 'upsert', id: row.bike_id, bike } : { point, kind: 'delete', id: row.bike_id });
+    changes.push(
+      bike
+        ? {
+            point,
+            kind: 'upsert',
+            action: row.kind === 'create' ? 'create' : 'update',
+            changedAt,
+            id: row.bike_id,
+            bike,
+          }
+        : { point, kind: 'delete', action: 'delete', changedAt, id: row.bike_id },
+    );
   }
   return {
     changes,

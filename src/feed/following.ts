@@ -163,6 +163,9 @@ export function changeFeed(cursors: Cursors, identity: () => string, live: LiveF
       return opened(s === undefined ? { position } : { position, snapshot: s }, i, t, positionOf(h));
     },
 
+    /** The cursor a reader goes on from once it has every change up to `point`, as a page seals it: a webhook's (src/webhooks/). */
+    cursorOf: seal,
+
     /** The cursor of a list's rows (its Catalog-Cursor): the feed goes on from what they saw. */
     listCursor(seen: Seen): string {
       return seal(pointOfSnapshot(seen.snapshot), seen);

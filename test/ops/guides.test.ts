@@ -36,7 +36,7 @@ describe('docs/operations.md', () => {
     const bullet = guide('operations.md')
       .split('\n- ')
       .find((item) => item.startsWith('`GET /metrics`'));
-    const named = [...(bullet ?? '').matchAll(/`((?:http|db)_[a-z_]+)`/g)].map(([, name]) => name);
+    const named = [...(bullet ?? '').matchAll(/`((?:http|db|webhook)_[a-z_]+)`/g)].map(([, name]) => name);
     expect(named.sort()).toEqual(ours.sort());
   });
 });
