@@ -1,11 +1,15 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createRemoteJWKSet, errors, jwtVerify, type JWTVerifyGetKey } from 'jose';
+import { createRemoteJWKSet, customFetch, errors, jwtVerify, type JWTVerifyGetKey } from 'jose';
 import type { Caller } from './caller';
+import { keySetOf, type KeySetSource } from './key-set';
 
 /** The shop's identity provider: where its public keys are, and what its tokens must say (JWT_*). */
 export interface IdentityProvider {
-  /** JWT_JWKS_URL: its JSON Web Key Set, https:// (http:// on the loopback interface only). */
-  jwksUrl: URL;
+  /**
+   * Its JSON Web Key Set: JWT_JWKS_FILE, or JWT_JWKS_URL (https://, or http:// on the loopback
+   * interface from a listener proved to be a trusted user's: key-set.ts).
+   */
+  keySet: KeySetSource;
   /** JWT_ISSUER: the `iss` its tokens carry. */
   issuer: string;
   /** JWT_AUDIENCE: an `aud` its tokens must carry, naming this service. */
@@ -32,15 +36,18 @@ export class KeysUnavailable extends Error {}
 
 /**
  * The provider's keys, through jose's remote key set (it caches the set, and fetches it again
- * when it is old or a token names a key it lacks, once per cooldown), with one addition: a token
+ * when it is old or a token names a key it lacks, once per cooldown; a file is read again alike),
+ * each read bounded and its source proved (key-set.ts), with one addition: a token
  * naming a key the set lacks, met during the cooldown, waits for it to end and looks again rather
  * than being refused, so a key the provider has just added is accepted from its first token.
  */
-function providerKeys(url: URL, timing: KeySetTiming): JWTVerifyGetKey {
+function providerKeys(source: KeySetSource, timing: KeySetTiming): JWTVerifyGetKey {
+  const { url, fetch } = keySetOf(source);
   const remote = createRemoteJWKSet(url, {
     cacheMaxAge: timing.maxAgeMs,
     cooldownDuration: timing.cooldownMs,
     timeoutDuration: FETCH_TIMEOUT_MS,
+    [customFetch]: fetch,
   });
   const keyOf: JWTVerifyGetKey = async (header, token) => {
     // Cooling down now: a key the set lacks is refused without fetching it again. Otherwise jose
@@ -76,7 +83,7 @@ export function providerVerifier(
   clockSkewSeconds: number,
   timing: KeySetTiming = KEY_SET_TIMING,
 ): (token: string) => Promise<Caller> {
-  const keys = providerKeys(provider.jwksUrl, timing);
+  const keys = providerKeys(provider.keySet, timing);
   return async (token) => {
     const { payload } = await jwtVerify(token, keys, {
       algorithms: PROVIDER_ALGORITHMS,
@@ -89,7 +96,8 @@ export function providerVerifier(
     if (payload.iat !== undefined && payload.iat > Date.now() / 1000 + clockSkewSeconds) {
       throw new Error('token issued in the future');
     }
-    if (!payload.sub) throw new Error('token has an empty sub');
+    // jose checks that a sub is there, not what it is: a number, an object or an array names no one.
+    if (typeof payload.sub !== 'string' || payload.sub === '') throw new Error('token has no sub that is a string');
     return { proven: true, subject: payload.sub, issuer: provider.issuer };
   };
 }
