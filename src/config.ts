@@ -5,6 +5,7 @@ import path from 'node:path';
 import { OPERATOR_ISSUER } from './auth/caller';
 import type { KeySetSource } from './auth/key-set';
 import type { IdentityProvider } from './auth/provider';
+import { ALL_SCOPES, isScope, type Scope } from './auth/scopes';
 import { MIN_SECRET_BYTES, MIN_SECRET_DISTINCT_CHARACTERS } from './auth/secret';
 import type { TokenIssuance } from './auth/tokens';
 import type { PreparedStatements } from './db/pool';
@@ -259,7 +260,9 @@ function identityProvider(env: NodeJS.ProcessEnv): IdentityProvider | undefined 
   const issuer = nonEmpty(env.JWT_ISSUER);
   const audience = nonEmpty(env.JWT_AUDIENCE);
   if (url === undefined && file === undefined) {
-    const stray = ['JWT_ISSUER', 'JWT_AUDIENCE', 'JWT_JWKS_OWNER'].find((name) => nonEmpty(env[name]) !== undefined);
+    const stray = ['JWT_ISSUER', 'JWT_AUDIENCE', 'JWT_JWKS_OWNER', 'JWT_SCOPE_MAP'].find(
+      (name) => nonEmpty(env[name]) !== undefined,
+    );
     if (stray !== undefined)
       throw new ConfigError(`${stray} goes with JWT_JWKS_URL or JWT_JWKS_FILE, neither of which is set`);
     return undefined;
@@ -273,7 +276,32 @@ function identityProvider(env: NodeJS.ProcessEnv): IdentityProvider | undefined 
   if (issuer === OPERATOR_ISSUER) {
     throw new ConfigError(`JWT_ISSUER must not be ${OPERATOR_ISSUER}, the issuer of the operator's own tokens`);
   }
-  return { keySet: keySetSource(env, url, file), issuer, audience };
+  const scopeMap = nonEmpty(env.JWT_SCOPE_MAP);
+  return {
+    keySet: keySetSource(env, url, file),
+    issuer,
+    audience,
+    ...(scopeMap === undefined ? {} : { scopeNames: scopeNames(scopeMap) }),
+  };
+}
+
+/**
+ * JWT_SCOPE_MAP: `theirs=ours` pairs, comma-separated (`catalog.edit=bikes:write,catalog.admin=bikes:delete`;
+ * a name of theirs given twice grants both): how the provider names our scopes (docs/decisions.md#scopes).
+ */
+function scopeNames(text: string): Record<string, Scope[]> {
+  const names: Record<string, Scope[]> = {};
+  for (const pair of text.split(',').map((entry) => entry.trim())) {
+    const [theirs, ours, ...rest] = pair.split('=').map((side) => side.trim());
+    if (!theirs || ours === undefined || rest.length > 0 || !isScope(ours)) {
+      throw new ConfigError(
+        `JWT_SCOPE_MAP must be <provider's scope>=<scope> pairs, comma-separated, each scope one of ` +
+          `${ALL_SCOPES.join(', ')}; got "${pair}"`,
+      );
+    }
+    names[theirs] = [...(names[theirs] ?? []), ours];
+  }
+  return names;
 }
 
 /**

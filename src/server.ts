@@ -10,7 +10,8 @@ import { type Config, ConfigError, readConfig } from './config';
 import { isDatabaseUnavailable } from './db/errors';
 import { watchCatalogIdentity } from './db/catalog-identity';
 import { prepareToServe, roleMayChangeSchema } from './db/migrate';
-import { connectPool, queryOn, type ServicePool } from './db/pool';
+import { apiKeys } from './db/api-keys';
+import { connectPool, queryOn, type ServicePool, writeOn } from './db/pool';
 import { databaseReadiness } from './db/readiness';
 import { sharedLimit } from './db/rate-limits';
 import { replicaReads } from './db/replica';
@@ -149,6 +150,7 @@ export async function startService(config: Config, logger: Logger, tuning: Servi
         provider: config.identityProvider,
         keySetTiming: tuning.keySetTiming,
       }),
+      keys: apiKeys(writeOn(primary)),
       logger,
       readiness: databaseReadiness(primary),
       corsOrigin: config.corsOrigin,

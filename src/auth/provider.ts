@@ -2,6 +2,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { createRemoteJWKSet, customFetch, errors, jwtVerify, type JWTVerifyGetKey } from 'jose';
 import type { Caller } from './caller';
 import { keySetOf, type KeySetSource } from './key-set';
+import { TokenRefused } from './refusal';
+import { type Scope, scopesAmong } from './scopes';
 
 /** The shop's identity provider: where its public keys are, and what its tokens must say (JWT_*). */
 export interface IdentityProvider {
@@ -14,6 +16,40 @@ export interface IdentityProvider {
   issuer: string;
   /** JWT_AUDIENCE: an `aud` its tokens must carry, naming this service. */
   audience: string;
+  /**
+   * JWT_SCOPE_MAP: the provider's names for our scopes (its name -> ours). Unset, its tokens'
+   * scopes are read by our names (docs/decisions.md#scopes).
+   */
+  scopeNames?: Readonly<Record<string, readonly Scope[]>>;
+}
+
+/**
+ * The scopes a provider's token grants: its `scope` claim (RFC 8693 and 9068: space-separated)
+ * or its `scp` (an array, as some providers write it, or a string), each name read through the
+ * provider's map where one is set. Neither claim: none.
+ */
+function scopesOf(payload: Record<string, unknown>, names: IdentityProvider['scopeNames']): Scope[] {
+  const claimed = [payload.scope, payload.scp].flatMap((claim) =>
+    typeof claim === 'string'
+      ? claim.split(' ')
+      : Array.isArray(claim)
+        ? claim.filter((name): name is string => typeof name === 'string')
+        : [],
+  );
+  return scopesAmong(names ? claimed.flatMap((name) => (Object.hasOwn(names, name) ? names[name] : [])) : claimed);
+}
+
+/** What jose's refusal of a provider's token tells a client. */
+function refusalOf(err: unknown): TokenRefused {
+  if (err instanceof TokenRefused) return err;
+  if (err instanceof errors.JWTExpired) return new TokenRefused('expired', { cause: err });
+  const foreign =
+    err instanceof errors.JWSSignatureVerificationFailed ||
+    err instanceof errors.JWKSNoMatchingKey ||
+    err instanceof errors.JWKSMultipleMatchingKeys ||
+    err instanceof errors.JOSEAlgNotAllowed ||
+    (err instanceof errors.JWTClaimValidationFailed && (err.claim === 'iss' || err.claim === 'aud'));
+  return new TokenRefused(foreign ? 'foreign' : 'malformed', { cause: err });
 }
 
 /** The algorithms of the provider's tokens: its keys are public keys, never a shared secret. */
@@ -75,8 +111,8 @@ function providerKeys(source: KeySetSource, timing: KeySetTiming): JWTVerifyGetK
 /**
  * Verifies a token of the identity provider: signed (RS256 or ES256) by a key of its set, its
  * `iss` and an `aud` as configured, a `sub`, an `exp` not past and an `nbf` and `iat` not ahead,
- * each within the clock skew. Throws KeysUnavailable when the key set cannot be had; anything
- * else thrown is a refusal.
+ * each within the clock skew. Throws KeysUnavailable when the key set cannot be had, TokenRefused
+ * when the token is refused.
  */
 export function providerVerifier(
   provider: IdentityProvider,
@@ -85,19 +121,30 @@ export function providerVerifier(
 ): (token: string) => Promise<Caller> {
   const keys = providerKeys(provider.keySet, timing);
   return async (token) => {
-    const { payload } = await jwtVerify(token, keys, {
-      algorithms: PROVIDER_ALGORITHMS,
-      issuer: provider.issuer,
-      audience: provider.audience,
-      requiredClaims: ['exp', 'sub'],
-      clockTolerance: clockSkewSeconds,
-    });
+    let payload;
+    try {
+      ({ payload } = await jwtVerify(token, keys, {
+        algorithms: PROVIDER_ALGORITHMS,
+        issuer: provider.issuer,
+        audience: provider.audience,
+        requiredClaims: ['exp', 'sub'],
+        clockTolerance: clockSkewSeconds,
+      }));
+    } catch (err) {
+      if (err instanceof KeysUnavailable) throw err;
+      throw refusalOf(err);
+    }
     // jose looks at iat only against a maximum age; a token from the future is refused, as ours are.
     if (payload.iat !== undefined && payload.iat > Date.now() / 1000 + clockSkewSeconds) {
-      throw new Error('token issued in the future');
+      throw new TokenRefused('malformed');
     }
     // jose checks that a sub is there, not what it is: a number, an object or an array names no one.
-    if (typeof payload.sub !== 'string' || payload.sub === '') throw new Error('token has no sub that is a string');
-    return { proven: true, subject: payload.sub, issuer: provider.issuer };
+    if (typeof payload.sub !== 'string' || payload.sub === '') throw new TokenRefused('malformed');
+    return {
+      proven: true,
+      subject: payload.sub,
+      issuer: provider.issuer,
+      scopes: scopesOf(payload, provider.scopeNames),
+    };
   };
 }

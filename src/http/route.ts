@@ -1,5 +1,6 @@
 import Router, { type RouterContext } from '@koa/router';
 import type * as yup from 'yup';
+import type { Scope } from '../auth/scopes';
 import type { CorsHeaders } from './cors';
 import {
   endpoint,
@@ -27,8 +28,11 @@ export interface RouteDeclaration<Input> {
   path: string;
   summary: string;
   description?: string;
-  /** A bearer token is needed: it is checked before anything else, the body included (401, 403). */
-  token?: boolean;
+  /**
+   * A bearer token with this scope is needed (docs/decisions.md#scopes): it is checked before
+   * anything else, the body included (401 without one; 403 for one refused, or without the scope).
+   */
+  scope?: Scope;
   /**
    * What the handler gets: a yup object of `body` (a route that has one reads the request body,
    * docs/decisions.md#bodies), `query` (the query string's parameters) and `headers` (those the
@@ -123,7 +127,7 @@ export function headersOf(route: RouteDeclaration<unknown>) {
   const limits: HeaderName[] = limited ? ['RateLimit-Policy', 'RateLimit'] : [];
   const request: HeaderName[] = [
     ...EVERY_ANSWER,
-    ...(route.token ? (['Authorization'] as const) : []),
+    ...(route.scope ? (['Authorization'] as const) : []),
     ...(hasBody(route) ? (['Content-Type', 'Content-Encoding'] as const) : []),
     ...(read ? (['X-Read-From'] as const) : []),
     ...(hasValidators(route) ? (['If-None-Match', 'If-Match'] as const) : []),

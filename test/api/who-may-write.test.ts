@@ -103,7 +103,7 @@ describe('TOKEN_ISSUANCE=closed, with an identity provider', () => {
       const res = await client(closed.baseUrl).request('POST', '/api/user', options);
       expect(res.status).toBe(403);
       expect(res.headers.get('content-type')).toMatch(/^text\/plain/);
-      expect(await res.text()).toBe('Forbidden');
+      expect(await res.text()).toMatch(/^Forbidden: token issuance is closed \(TOKEN_ISSUANCE=closed\)/);
     });
 
     it('is documented so in /openapi.json', async () => {
