@@ -591,7 +591,57 @@ function refusal(what, response) {
     const field = response.headers.get('X-Invalid-Field') ?? undefined;
     if (response.status === 404)
         return new NotFoundError(message, 404);
+    const refused = authRefusal(message, response);
+    if (refused)
+        return refused;
     return new RequestError(field === undefined ? message : `${message} (${field})`, response.status, field);
+}
+/** What the service's WWW-Authenticate says (RFC 6750): its parameters by name. */
+function challengeOf(response) {
+    const header = response.headers.get('WWW-Authenticate') ?? '';
+    return Object.fromEntries([...header.matchAll(/(\w+)="([^"]*)"/g)].map(([, name, value]) => [name, value]));
+}
+/** A 401: the write carried no token (docs/decisions.md#refusals). */
+class TokenMissingError extends RequestError {
+    name = 'TokenMissingError';
+}
+/**
+ * A 403 `invalid_token`: the token (or the API key traded for it) was refused: expired, revoked, not
+ * signed by a key the service trusts, or malformed. `description` says which, as the service put it.
+ */
+class InvalidTokenError extends RequestError {
+    description;
+    name = 'InvalidTokenError';
+    constructor(message, description) {
+        super(message, 403);
+        this.description = description;
+    }
+}
+/** A 403 `insufficient_scope`: the token may not do this; `scope` is the one it needs (`bikes:delete`). */
+class InsufficientScopeError extends RequestError {
+    scope;
+    name = 'InsufficientScopeError';
+    constructor(message, scope) {
+        super(message, 403);
+        this.scope = scope;
+    }
+}
+/** A 403 of POST /api/user without a key: the operator closed token issuance; give the client a `token` or an `apiKey`. */
+class IssuanceClosedError extends RequestError {
+    name = 'IssuanceClosedError';
+}
+/** The refusal a 401 or 403 stands for, read from its challenge; undefined for other statuses. */
+function authRefusal(message, response) {
+    if (response.status === 401)
+        return new TokenMissingError(message, 401);
+    if (response.status !== 403)
+        return undefined;
+    const { error, error_description: description = '', scope = '' } = challengeOf(response);
+    if (error === 'invalid_token')
+        return new InvalidTokenError(`${message} (${description})`, description);
+    if (error === 'insufficient_scope')
+        return new InsufficientScopeError(`${message} (needs ${scope})`, scope);
+    return new IssuanceClosedError(message, 403);
 }
 
 /**
@@ -1064,11 +1114,21 @@ function createCatalogClient(options) {
     if (options.compress)
         api.use(gzipBodies);
     const persistence = (what, signal) => ({ what, attempts, timeoutMs, signal });
+    const { apiKey } = options;
+    if (apiKey !== undefined && options.token !== undefined)
+        throw new TypeError('give the client a token or an apiKey, not both');
     const issued = async () => {
-        const { answer } = await persist((bounded) => api.POST('/api/user', { body: username === undefined ? undefined : { username }, signal: bounded }), persistence('POST /api/user'));
+        const { answer } = await persist((bounded) => api.POST('/api/user', {
+            body: username === undefined || apiKey !== undefined ? undefined : { username },
+            // An API key is traded for a token of its own (docs/decisions.md#api-keys).
+            ...(apiKey !== undefined && { headers: { Authorization: `Bearer ${apiKey}` } }),
+            signal: bounded,
+        }), persistence('POST /api/user'));
         if (answer.data)
             return answer.data.token;
-        throw refusal('POST /api/user (where the service gives no tokens, give the client a `token`)', answer.response);
+        throw refusal(apiKey === undefined
+            ? 'POST /api/user (where the service gives no tokens, give the client a `token` or an `apiKey`)'
+            : 'POST /api/user (trading the API key)', answer.response);
     };
     const tokens = new Tokens(options.token === undefined ? issued : tokenFunction(options.token));
     api.use(signWrites(tokens));
@@ -1112,4 +1172,4 @@ function signWrites(tokens) {
     };
 }
 
-export { CatalogError, ConflictError, NotFoundError, RequestError, ServerError, createCatalogClient };
+export { CatalogError, ConflictError, InsufficientScopeError, InvalidTokenError, IssuanceClosedError, NotFoundError, RequestError, ServerError, TokenMissingError, createCatalogClient };

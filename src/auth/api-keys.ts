@@ -5,7 +5,7 @@ import { createHash, randomBytes } from 'node:crypto';
  * person) recognises, shown once, kept only as their SHA-256. A key this long needs no slow hash:
  * no one can search its space, whatever they know of its hash.
  */
-export const KEY_PREFIX = 'bk_live_';
+const KEY_PREFIX = 'bk_live_';
 
 /** A new key: the prefix and 32 random bytes, base64url (43 characters). */
 export const newApiKey = () => `${KEY_PREFIX}${randomBytes(32).toString('base64url')}`;

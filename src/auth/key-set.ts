@@ -23,7 +23,7 @@ export type KeySetSource =
     };
 
 /** The largest key set read: a provider's lists a few keys of about 1 KB each. */
-export const MAX_KEY_SET_BYTES = 1024 * 1024;
+const MAX_KEY_SET_BYTES = 1024 * 1024;
 
 /** What jose's remote key set fetches with (its `customFetch`): the set, as a Response. */
 export type KeySetFetch = (url: string, init: { signal?: AbortSignal; headers?: Headers }) => Promise<Response>;

@@ -3,7 +3,7 @@
  * `error_description` in the 403's WWW-Authenticate, its own plain-text reason, and its own count
  * in /metrics (docs/decisions.md#refusals).
  */
-export const REFUSALS = {
+const REFUSALS = {
   expired: 'the token has expired',
   revoked: 'the API key of this token was revoked or has expired',
   foreign: 'the token is not signed by a key this service trusts',

@@ -4,7 +4,7 @@
  * and a token, a key or an identity provider's token grants some of them. In the open mode every
  * token has every scope, as the specification lets any token write.
  */
-export const SCOPES = {
+const SCOPES = {
   'bikes:write': 'Create, replace and update bikes',
   'bikes:delete': 'Delete bikes',
 } as const;
