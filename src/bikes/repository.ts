@@ -92,7 +92,7 @@ const asWriter = ({ writer }: ReturnType<typeof writerParams>) =>
     () =>
       sql<{
         set: string;
-      }>`(SELECT set_config('bike_catalog.writer', ${writer}::text[]::text, true) AS set WHERE api_key_stands(${writer}::text[]))`,
+      }>`(SELECT set_config('bike_catalog.writer', ${writer}::text[]::text, true) AS set WHERE (${writer}::text[])[4] IS NULL OR api_key_stands(${writer}::text[]))`,
   );
 
 /** A whole bike inserted by its writer (INSERT ... SELECT ... FROM writer): a create's, and a PUT's that may create. */
