@@ -23,7 +23,7 @@ export const httpDuration = new Histogram({
 
 /** Tokens refused, by why (docs/decisions.md#refusals): the reason a 401 or 403 gives. */
 export const authRefusals = new Counter({
-  name: 'auth_refusals_total',
+  name: 'http_auth_refusals_total',
   help: 'Requests refused for their token or API key, by reason: no-token (401), expired, revoked, foreign, malformed, issuance-closed, unknown-key, insufficient-scope, token-endpoint-closed (403)',
   labelNames: ['reason'],
   registers: [registry],

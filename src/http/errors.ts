@@ -79,7 +79,7 @@ export function errorHandler(logger: Logger): Koa.Middleware {
       else if (cause instanceof WriteOutcomeUnknown || isDatabaseUnavailable(cause)) {
         logger.warn({ err: (cause as Error).message }, 'database unavailable');
       } else if (cause instanceof TokenRefused) {
-        // The client's token: counted by reason (auth_refusals_total), not logged line by line.
+        // The client's token: counted by reason (http_auth_refusals_total), not logged line by line.
       } else if (cause instanceof Error) {
         // A 503 of the service's own (a limit of this instance) says why; a 4xx, the value refused.
         logger.warn({ err: cause.message, status }, status >= 500 ? 'unavailable' : 'value refused by the database');

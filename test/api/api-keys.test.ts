@@ -180,7 +180,7 @@ describe('API keys, where issuance is closed', () => {
         headers: { 'content-type': 'application/json', ...(bearer && { Authorization: `Bearer ${bearer}` }) },
         body: JSON.stringify(newBike()),
       });
-    const before = await seriesValue(svc.baseUrl, 'auth_refusals_total', { reason: 'expired' });
+    const before = await seriesValue(svc.baseUrl, 'http_auth_refusals_total', { reason: 'expired' });
     expect(await refusalOf(await create())).toEqual({
       status: 401,
       challenge: { realm: 'bike-catalog' },
@@ -210,8 +210,10 @@ describe('API keys, where issuance is closed', () => {
     const closed = await refusalOf(await fetch(`${svc.baseUrl}/api/user`, { method: 'POST' }));
     expect(closed).toMatchObject({ status: 403, challenge: { realm: 'bike-catalog' } });
     expect(closed.reason).toMatch(/^Forbidden: token issuance is closed \(TOKEN_ISSUANCE=closed\)/);
-    expect(await seriesValue(svc.baseUrl, 'auth_refusals_total', { reason: 'expired' })).toBe(before + 1);
-    expect(await seriesValue(svc.baseUrl, 'auth_refusals_total', { reason: 'insufficient-scope' })).toBeGreaterThan(0);
+    expect(await seriesValue(svc.baseUrl, 'http_auth_refusals_total', { reason: 'expired' })).toBe(before + 1);
+    expect(
+      await seriesValue(svc.baseUrl, 'http_auth_refusals_total', { reason: 'insufficient-scope' }),
+    ).toBeGreaterThan(0);
   });
 
   it('a key is used for months: each token lives 30 minutes and the key gives new ones until it expires, then none, and its tokens stop', async () => {
