@@ -1,6 +1,7 @@
 import Koa from 'koa';
 import { API_ROUTES, apiRouter } from './api';
 import { apiDocument } from './api/document';
+import type { ApiKeyLookup } from './auth/api-keys';
 import type { Tokens } from './auth/tokens';
 import type { BikeRepository } from './bikes/repository';
 import type { Readiness } from './db/readiness';
@@ -29,6 +30,8 @@ export interface AppDeps {
   /** Seals and opens the cursors the service gives out (cursors.ts). */
   cursors: Cursors;
   tokens: Tokens;
+  /** The API keys a tool trades for a token (POST /api/user; docs/decisions.md#api-keys). */
+  keys: ApiKeyLookup;
   logger: Logger;
   /** GET /readyz answers with this. */
   readiness: () => Promise<Readiness>;
@@ -69,6 +72,7 @@ export function createApp({
   catalogIdentity,
   cursors,
   tokens,
+  keys,
   logger,
   readiness,
   corsOrigin,
@@ -116,6 +120,7 @@ export function createApp({
       catalogIdentity,
       cursors,
       tokens,
+      keys,
       limits,
       live,
       maxEventStreams,

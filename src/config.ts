@@ -1,8 +1,11 @@
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import { OPERATOR_ISSUER } from './auth/caller';
+import type { KeySetSource } from './auth/key-set';
 import type { IdentityProvider } from './auth/provider';
+import { ALL_SCOPES, isScope, type Scope } from './auth/scopes';
 import { MIN_SECRET_BYTES, MIN_SECRET_DISTINCT_CHARACTERS } from './auth/secret';
 import type { TokenIssuance } from './auth/tokens';
 import type { PreparedStatements } from './db/pool';
@@ -29,7 +32,7 @@ export interface Config {
   jwtSecret: string | undefined;
   /** TOKEN_ISSUANCE: `open`, POST /api/user gives anyone a token (the specification), or `closed` (docs/decisions.md#who-may-write). */
   tokenIssuance: TokenIssuance;
-  /** JWT_JWKS_URL, JWT_ISSUER, JWT_AUDIENCE: the identity provider whose tokens are accepted too; unset, none. */
+  /** JWT_JWKS_URL or JWT_JWKS_FILE, JWT_ISSUER, JWT_AUDIENCE: the identity provider whose tokens are accepted too; unset, none. */
   identityProvider: IdentityProvider | undefined;
   /** METRICS_PORT: /metrics is served there, on its own listener, and not on `port`. Unset: on `port`. */
   metricsPort: number | undefined;
@@ -239,45 +242,109 @@ function webhookRetryDelays(text: string): number[] {
 
 const isPreparedStatements = (value: string): value is PreparedStatements => ['auto', 'on', 'off'].includes(value);
 
-/** An address of this machine only: 127.0.0.0/8, ::1, localhost. */
+/** An IPv4 address of this machine only (127.0.0.0/8), or localhost (reached as 127.0.0.1). */
 function isLoopback(hostname: string): boolean {
-  const address = hostname.replace(/^\[(.*)\]$/, '$1');
-  return address === 'localhost' || address === '::1' || (net.isIPv4(address) && address.startsWith('127.'));
+  return hostname === 'localhost' || (net.isIPv4(hostname) && hostname.startsWith('127.'));
+}
+
+/** A user named or numbered in JWT_JWKS_OWNER: its uid. */
+function uidOf(user: string): number {
+  if (/^\d+$/.test(user)) return Number(user);
+  try {
+    return Number(execFileSync('id', ['-u', user], { stdio: 'pipe' }).toString().trim());
+  } catch {
+    throw new ConfigError(`JWT_JWKS_OWNER: there is no user "${user}"`);
+  }
 }
 
 /**
- * The identity provider: its key set's address with the issuer and audience its tokens must
- * carry, all three or none. Its keys must come over TLS, or from this machine: a key set fetched
- * in clear could be anyone's (docs/decisions.md#who-may-write).
+ * Where the identity provider's keys come from, and who may serve them (docs/decisions.md#who-may-write):
+ * JWT_JWKS_FILE, a file only root (or the service's user) can change; or JWT_JWKS_URL, over TLS,
+ * or in clear from this machine only, from a listener proved to run as root, as the service's
+ * user, or as JWT_JWKS_OWNER. A key set fetched in clear from elsewhere, or from whoever holds a
+ * loopback port, could be anyone's.
+ */
+function keySetSource(env: NodeJS.ProcessEnv, url: string | undefined, file: string | undefined): KeySetSource {
+  const owner = nonEmpty(env.JWT_JWKS_OWNER);
+  if (file !== undefined) {
+    if (url !== undefined) throw new ConfigError('JWT_JWKS_URL and JWT_JWKS_FILE are both set: set one of them');
+    if (owner !== undefined) throw new ConfigError('JWT_JWKS_OWNER goes with an http:// JWT_JWKS_URL');
+    if (!path.isAbsolute(file) || !fs.existsSync(file)) {
+      throw new ConfigError(`JWT_JWKS_FILE must name an existing file by its absolute path, got "${file}"`);
+    }
+    return { file };
+  }
+  const jwksUrl = URL.parse(url ?? '');
+  const plain = jwksUrl?.protocol === 'http:';
+  if (jwksUrl === null || !(jwksUrl.protocol === 'https:' || (plain && isLoopback(jwksUrl.hostname)))) {
+    throw new ConfigError(
+      `JWT_JWKS_URL must be an https:// URL (http:// only to this machine: 127.0.0.1 or localhost), got "${url}"`,
+    );
+  }
+  if (!plain) {
+    if (owner !== undefined) throw new ConfigError('JWT_JWKS_OWNER goes with an http:// JWT_JWKS_URL');
+    return { url: jwksUrl, owners: [] };
+  }
+  // The proof reads /proc/net/tcp: elsewhere a loopback port is whoever's holds it.
+  if (process.platform !== 'linux') {
+    throw new ConfigError('JWT_JWKS_URL may be http:// on Linux only: use https:// or JWT_JWKS_FILE');
+  }
+  const owners = [0, process.getuid?.() ?? 0, ...(owner === undefined ? [] : [uidOf(owner)])];
+  return { url: jwksUrl, owners: [...new Set(owners)] };
+}
+
+/**
+ * The identity provider: its key set (a URL or a file) with the issuer and audience its tokens
+ * must carry, all three or none.
  */
 function identityProvider(env: NodeJS.ProcessEnv): IdentityProvider | undefined {
   const url = nonEmpty(env.JWT_JWKS_URL);
+  const file = nonEmpty(env.JWT_JWKS_FILE);
   const issuer = nonEmpty(env.JWT_ISSUER);
   const audience = nonEmpty(env.JWT_AUDIENCE);
-  if (url === undefined) {
-    const stray = issuer !== undefined ? 'JWT_ISSUER' : audience !== undefined ? 'JWT_AUDIENCE' : undefined;
-    if (stray !== undefined) throw new ConfigError(`${stray} goes with JWT_JWKS_URL, which is not set`);
+  if (url === undefined && file === undefined) {
+    const stray = ['JWT_ISSUER', 'JWT_AUDIENCE', 'JWT_JWKS_OWNER', 'JWT_SCOPE_MAP'].find(
+      (name) => nonEmpty(env[name]) !== undefined,
+    );
+    if (stray !== undefined)
+      throw new ConfigError(`${stray} goes with JWT_JWKS_URL or JWT_JWKS_FILE, neither of which is set`);
     return undefined;
   }
   if (issuer === undefined || audience === undefined) {
     throw new ConfigError(
-      `${issuer === undefined ? 'JWT_ISSUER' : 'JWT_AUDIENCE'} must be set with JWT_JWKS_URL: the identity ` +
-        "provider's tokens are accepted only with the issuer and audience they must carry",
+      `${issuer === undefined ? 'JWT_ISSUER' : 'JWT_AUDIENCE'} must be set with JWT_JWKS_URL or JWT_JWKS_FILE: the ` +
+        "identity provider's tokens are accepted only with the issuer and audience they must carry",
     );
   }
   if (issuer === OPERATOR_ISSUER) {
     throw new ConfigError(`JWT_ISSUER must not be ${OPERATOR_ISSUER}, the issuer of the operator's own tokens`);
   }
-  const jwksUrl = URL.parse(url);
-  if (
-    jwksUrl === null ||
-    !(jwksUrl.protocol === 'https:' || (jwksUrl.protocol === 'http:' && isLoopback(jwksUrl.hostname)))
-  ) {
-    throw new ConfigError(
-      `JWT_JWKS_URL must be an https:// URL (http:// only to this machine: 127.0.0.1, ::1, localhost), got "${url}"`,
-    );
+  const scopeMap = nonEmpty(env.JWT_SCOPE_MAP);
+  return {
+    keySet: keySetSource(env, url, file),
+    issuer,
+    audience,
+    ...(scopeMap === undefined ? {} : { scopeNames: scopeNames(scopeMap) }),
+  };
+}
+
+/**
+ * JWT_SCOPE_MAP: `theirs=ours` pairs, comma-separated (`catalog.edit=bikes:write,catalog.admin=bikes:delete`;
+ * a name of theirs given twice grants both): how the provider names our scopes (docs/decisions.md#scopes).
+ */
+function scopeNames(text: string): Record<string, Scope[]> {
+  const names: Record<string, Scope[]> = {};
+  for (const pair of text.split(',').map((entry) => entry.trim())) {
+    const [theirs, ours, ...rest] = pair.split('=').map((side) => side.trim());
+    if (!theirs || ours === undefined || rest.length > 0 || !isScope(ours)) {
+      throw new ConfigError(
+        `JWT_SCOPE_MAP must be <provider's scope>=<scope> pairs, comma-separated, each scope one of ` +
+          `${ALL_SCOPES.join(', ')}; got "${pair}"`,
+      );
+    }
+    names[theirs] = [...(names[theirs] ?? []), ours];
   }
-  return { jwksUrl, issuer, audience };
+  return names;
 }
 
 /**

@@ -9,8 +9,9 @@ import { createBikeRepository } from './bikes/repository';
 import { type Config, ConfigError, readConfig } from './config';
 import { isDatabaseUnavailable } from './db/errors';
 import { watchCatalogIdentity } from './db/catalog-identity';
+import { apiKeys } from './db/api-keys';
 import { prepareToServe, type Retention, roleMayChangeSchema } from './db/migrate';
-import { connectPool, queryOn, type ServicePool } from './db/pool';
+import { connectPool, queryOn, type ServicePool, writeOn } from './db/pool';
 import { databaseReadiness } from './db/readiness';
 import { failing, type ServerState } from './db/server-watch';
 import { sharedLimit } from './db/rate-limits';
@@ -170,6 +171,7 @@ export async function startService(config: Config, logger: Logger, tuning: Servi
         provider: config.identityProvider,
         keySetTiming: tuning.keySetTiming,
       }),
+      keys: apiKeys(writeOn(primary)),
       logger,
       readiness: databaseReadiness(primary),
       corsOrigin: config.corsOrigin,

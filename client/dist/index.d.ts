@@ -444,7 +444,7 @@ interface paths {
         put?: never;
         /**
          * Get a bearer token
-         * @description No authentication. The token is an HS256 JWT carrying `username`, `iat`, `exp` and `jti` (unique to it), valid for 1800 seconds. Where the operator has closed issuance (`TOKEN_ISSUANCE=closed`), 403: tokens then come from the operator or the identity provider.
+         * @description No authentication. The token is an HS256 JWT carrying `username`, `iat`, `exp` and `jti` (unique to it), valid for 1800 seconds. With an API key as the bearer token (`Authorization: Bearer bk_live_...`, from the operator's `npm run keys`), the token is the key's: it carries the key's label and scopes, in either mode, and stops working once the key is revoked. Where the operator has closed issuance (`TOKEN_ISSUANCE=closed`), a request without a key is 403: tokens then come from API keys, the operator or the identity provider.
          */
         post: operations["issueToken"];
         delete?: never;
@@ -635,7 +635,7 @@ interface components {
             totalInventory: number;
             priceRange: components["schemas"]["PriceRange"];
         };
-        /** @description Who the token is for. */
+        /** @description Who the token is for (ignored with an API key: the token is the key's). Strings may not contain U+0000 or a lone UTF-16 surrogate; numbers are any finite JSON number. Types are strict: "5" is not a number and "true" is not a boolean. Unknown fields are ignored. */
         TokenRequest: {
             /** @description Carried in the token. Optional. */
             username?: string;
@@ -1491,8 +1491,11 @@ interface operations {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
                     "X-Request-Id": string;
-                    /** @description The challenge: a bearer token, from `POST /api/user`. */
-                    "WWW-Authenticate": "Bearer realm=\"bike-catalog\"";
+                    /**
+                     * @description The challenge (RFC 6750): on a 401, `Bearer realm="bike-catalog"` (no token was sent); on a 403, why the token was refused, `error="invalid_token"` (expired, revoked, not signed by a key trusted here, malformed) or `error="insufficient_scope"` with the `scope` needed, each with an `error_description`.
+                     * @example Bearer realm="bike-catalog", error="insufficient_scope", error_description="this operation needs the scope bikes:delete", scope="bikes:delete"
+                     */
+                    "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1505,6 +1508,15 @@ interface operations {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
                     "X-Request-Id": string;
+                    /** @description The limit: `"<name>";q=<requests>;w=<seconds>` (`tokens` or `writes`, per client). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it: `"<name>";r=<requests left>;t=<seconds until the window ends>`. */
+                    RateLimit?: string;
+                    /**
+                     * @description The challenge (RFC 6750): on a 401, `Bearer realm="bike-catalog"` (no token was sent); on a 403, why the token was refused, `error="invalid_token"` (expired, revoked, not signed by a key trusted here, malformed) or `error="insufficient_scope"` with the `scope` needed, each with an `error_description`.
+                     * @example Bearer realm="bike-catalog", error="insufficient_scope", error_description="this operation needs the scope bikes:delete", scope="bikes:delete"
+                     */
+                    "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1728,8 +1740,11 @@ interface operations {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
                     "X-Request-Id": string;
-                    /** @description The challenge: a bearer token, from `POST /api/user`. */
-                    "WWW-Authenticate": "Bearer realm=\"bike-catalog\"";
+                    /**
+                     * @description The challenge (RFC 6750): on a 401, `Bearer realm="bike-catalog"` (no token was sent); on a 403, why the token was refused, `error="invalid_token"` (expired, revoked, not signed by a key trusted here, malformed) or `error="insufficient_scope"` with the `scope` needed, each with an `error_description`.
+                     * @example Bearer realm="bike-catalog", error="insufficient_scope", error_description="this operation needs the scope bikes:delete", scope="bikes:delete"
+                     */
+                    "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1742,6 +1757,15 @@ interface operations {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
                     "X-Request-Id": string;
+                    /** @description The limit: `"<name>";q=<requests>;w=<seconds>` (`tokens` or `writes`, per client). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it: `"<name>";r=<requests left>;t=<seconds until the window ends>`. */
+                    RateLimit?: string;
+                    /**
+                     * @description The challenge (RFC 6750): on a 401, `Bearer realm="bike-catalog"` (no token was sent); on a 403, why the token was refused, `error="invalid_token"` (expired, revoked, not signed by a key trusted here, malformed) or `error="insufficient_scope"` with the `scope` needed, each with an `error_description`.
+                     * @example Bearer realm="bike-catalog", error="insufficient_scope", error_description="this operation needs the scope bikes:delete", scope="bikes:delete"
+                     */
+                    "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1970,8 +1994,11 @@ interface operations {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
                     "X-Request-Id": string;
-                    /** @description The challenge: a bearer token, from `POST /api/user`. */
-                    "WWW-Authenticate": "Bearer realm=\"bike-catalog\"";
+                    /**
+                     * @description The challenge (RFC 6750): on a 401, `Bearer realm="bike-catalog"` (no token was sent); on a 403, why the token was refused, `error="invalid_token"` (expired, revoked, not signed by a key trusted here, malformed) or `error="insufficient_scope"` with the `scope` needed, each with an `error_description`.
+                     * @example Bearer realm="bike-catalog", error="insufficient_scope", error_description="this operation needs the scope bikes:delete", scope="bikes:delete"
+                     */
+                    "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1984,6 +2011,15 @@ interface operations {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
                     "X-Request-Id": string;
+                    /** @description The limit: `"<name>";q=<requests>;w=<seconds>` (`tokens` or `writes`, per client). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it: `"<name>";r=<requests left>;t=<seconds until the window ends>`. */
+                    RateLimit?: string;
+                    /**
+                     * @description The challenge (RFC 6750): on a 401, `Bearer realm="bike-catalog"` (no token was sent); on a 403, why the token was refused, `error="invalid_token"` (expired, revoked, not signed by a key trusted here, malformed) or `error="insufficient_scope"` with the `scope` needed, each with an `error_description`.
+                     * @example Bearer realm="bike-catalog", error="insufficient_scope", error_description="this operation needs the scope bikes:delete", scope="bikes:delete"
+                     */
+                    "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2586,8 +2622,11 @@ interface operations {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
                     "X-Request-Id": string;
-                    /** @description The challenge: a bearer token, from `POST /api/user`. */
-                    "WWW-Authenticate": "Bearer realm=\"bike-catalog\"";
+                    /**
+                     * @description The challenge (RFC 6750): on a 401, `Bearer realm="bike-catalog"` (no token was sent); on a 403, why the token was refused, `error="invalid_token"` (expired, revoked, not signed by a key trusted here, malformed) or `error="insufficient_scope"` with the `scope` needed, each with an `error_description`.
+                     * @example Bearer realm="bike-catalog", error="insufficient_scope", error_description="this operation needs the scope bikes:delete", scope="bikes:delete"
+                     */
+                    "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2600,6 +2639,15 @@ interface operations {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
                     "X-Request-Id": string;
+                    /** @description The limit: `"<name>";q=<requests>;w=<seconds>` (`tokens` or `writes`, per client). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it: `"<name>";r=<requests left>;t=<seconds until the window ends>`. */
+                    RateLimit?: string;
+                    /**
+                     * @description The challenge (RFC 6750): on a 401, `Bearer realm="bike-catalog"` (no token was sent); on a 403, why the token was refused, `error="invalid_token"` (expired, revoked, not signed by a key trusted here, malformed) or `error="insufficient_scope"` with the `scope` needed, each with an `error_description`.
+                     * @example Bearer realm="bike-catalog", error="insufficient_scope", error_description="this operation needs the scope bikes:delete", scope="bikes:delete"
+                     */
+                    "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2767,7 +2815,7 @@ interface operations {
             path?: never;
             cookie?: never;
         };
-        /** @description Who the token is for. */
+        /** @description Who the token is for (ignored with an API key: the token is the key's). */
         requestBody?: {
             content: {
                 /**
@@ -2821,7 +2869,7 @@ interface operations {
                     "text/plain": string;
                 };
             };
-            /** @description Token issuance is closed (`TOKEN_ISSUANCE=closed`): no token is given here, to anyone. */
+            /** @description Token issuance is closed (`TOKEN_ISSUANCE=closed`) and no API key was sent: no token is given here, to anyone without one; or the API key sent is not known, was revoked or has expired (`error="invalid_token"`). */
             403: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
@@ -2830,6 +2878,11 @@ interface operations {
                     "RateLimit-Policy": string;
                     /** @description What is left of it: `"<name>";r=<requests left>;t=<seconds until the window ends>`. */
                     RateLimit: string;
+                    /**
+                     * @description The challenge (RFC 6750): on a 401, `Bearer realm="bike-catalog"` (no token was sent); on a 403, why the token was refused, `error="invalid_token"` (expired, revoked, not signed by a key trusted here, malformed) or `error="insufficient_scope"` with the `scope` needed, each with an `error_description`.
+                     * @example Bearer realm="bike-catalog", error="insufficient_scope", error_description="this operation needs the scope bikes:delete", scope="bikes:delete"
+                     */
+                    "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2909,6 +2962,47 @@ interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description What the service needs is not answering (the database; for a token of the identity provider, its key set), and nothing was written; retry after Retry-After seconds. */
+            503: {
+                headers: {
+                    /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
+                    "X-Request-Id": string;
+                    /** @description The limit: `"<name>";q=<requests>;w=<seconds>` (`tokens` or `writes`, per client). */
+                    "RateLimit-Policy": string;
+                    /** @description What is left of it: `"<name>";r=<requests left>;t=<seconds until the window ends>`. */
+                    RateLimit: string;
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example Service Unavailable */
+                    "text/plain": string;
+                };
+            };
+            /** @description The database stopped answering while the write ran (`Write-Outcome: unknown`): it may or may not have been applied. Read the bike named in Content-Location to know; retry a POST only with the same Idempotency-Key, other writes with If-Match. */
+            504: {
+                headers: {
+                    /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
+                    "X-Request-Id": string;
+                    /** @description The limit: `"<name>";q=<requests>;w=<seconds>` (`tokens` or `writes`, per client). */
+                    "RateLimit-Policy": string;
+                    /** @description What is left of it: `"<name>";r=<requests left>;t=<seconds until the window ends>`. */
+                    RateLimit: string;
+                    /** @description `unknown`: the database stopped answering while the write ran, so it may or may not have been applied. Read the bike (its path is in `Content-Location`) to know; a retry is safe with the same Idempotency-Key (POST) or with If-Match (PUT, PATCH, DELETE). */
+                    "Write-Outcome"?: "unknown";
+                    /**
+                     * @description The bike the write was for: on a create, the id it was being made under.
+                     * @example /bikes/3f1c2a9e-8d4b-4c6f-9a1e-2b7d5e8f0c41
+                     */
+                    "Content-Location"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example Gateway Timeout */
+                    "text/plain": string;
+                };
             };
         };
     };
@@ -3444,6 +3538,11 @@ interface CatalogClientOptions {
      * client asks POST /api/user, and again before the token expires.
      */
     token?: TokenSource;
+    /**
+     * An API key your operator issued (`bk_live_...`, docs/decisions.md#api-keys): the client trades
+     * it for a token at POST /api/user, and again before each token expires. Not with `token`.
+     */
+    apiKey?: string;
     /** The username POST /api/user writes into the tokens it gives (the scope of your Idempotency-Keys). */
     username?: string;
     /** Send write bodies gzip-compressed. */
@@ -3535,39 +3634,29 @@ declare class ServerError extends CatalogError {
         cause?: unknown;
     });
 }
-
-/**
- * A receiver's check of a webhook (docs/webhooks.md), as the Standard Webhooks
- * specification says and its libraries do it: the HMAC-SHA256 of `id.timestamp.body` under the
- * subscription's secret (`whsec_...`) must be one of the `v1,` signatures of `webhook-signature`
- * (several, space-separated, while a rotated secret still signs), and `webhook-timestamp` within
- * five minutes of now. Over WebCrypto, so the same in browsers and Node.js; test/client checks it
- * against the standardwebhooks library.
- */
-/** A webhook's body: a change of the catalog, with the feed's cursor after it. */
-type WebhookEvent = {
-    type: 'bike.created' | 'bike.updated';
-    timestamp: string;
-    data: Bike;
-    cursor: string;
-} | {
-    type: 'bike.deleted';
-    timestamp: string;
-    data: {
-        id: string;
-    };
-    cursor: string;
-};
-/** The message is not one the secret signed, or is too old (or too far ahead) to be taken. */
-declare class WebhookVerificationError extends Error {
+/** A 401: the write carried no token (docs/decisions.md#refusals). */
+declare class TokenMissingError extends RequestError {
     name: string;
 }
-type HeaderSource = Headers | Record<string, string | string[] | undefined>;
 /**
- * The event, once `body` (the request's bytes, exactly as they came) is proved to be signed with
- * `secret`; WebhookVerificationError otherwise. Deduplicate by `webhook-id`, order by `cursor`.
+ * A 403 `invalid_token`: the token (or the API key traded for it) was refused: expired, revoked, not
+ * signed by a key the service trusts, or malformed. `description` says which, as the service put it.
  */
-declare function verifyWebhook(secret: string, headers: HeaderSource, body: string | Uint8Array, now?: Date): Promise<WebhookEvent>;
+declare class InvalidTokenError extends RequestError {
+    readonly description: string;
+    name: string;
+    constructor(message: string, description: string);
+}
+/** A 403 `insufficient_scope`: the token may not do this; `scope` is the one it needs (`bikes:delete`). */
+declare class InsufficientScopeError extends RequestError {
+    readonly scope: string;
+    name: string;
+    constructor(message: string, scope: string);
+}
+/** A 403 of POST /api/user without a key: the operator closed token issuance; give the client a `token` or an `apiKey`. */
+declare class IssuanceClosedError extends RequestError {
+    name: string;
+}
 
-export { CatalogError, ConflictError, NotFoundError, RequestError, ServerError, WebhookVerificationError, createCatalogClient, verifyWebhook };
-export type { Bike, BikePatch, CallOptions, CatalogClient, CatalogClientOptions, CatalogEvent, Change, EventSourceConstructor, EventSourceLike, Filters, FollowOptions, NewBike, Sort, TokenSource, WebhookEvent, components, operations, paths };
+export { CatalogError, ConflictError, InsufficientScopeError, InvalidTokenError, IssuanceClosedError, NotFoundError, RequestError, ServerError, TokenMissingError, createCatalogClient };
+export type { Bike, BikePatch, CallOptions, CatalogClient, CatalogClientOptions, CatalogEvent, Change, EventSourceConstructor, EventSourceLike, Filters, FollowOptions, NewBike, Sort, TokenSource, components, operations, paths };

@@ -591,7 +591,57 @@ function refusal(what, response) {
     const field = response.headers.get('X-Invalid-Field') ?? undefined;
     if (response.status === 404)
         return new NotFoundError(message, 404);
+    const refused = authRefusal(message, response);
+    if (refused)
+        return refused;
     return new RequestError(field === undefined ? message : `${message} (${field})`, response.status, field);
+}
+/** What the service's WWW-Authenticate says (RFC 6750): its parameters by name. */
+function challengeOf(response) {
+    const header = response.headers.get('WWW-Authenticate') ?? '';
+    return Object.fromEntries([...header.matchAll(/(\w+)="([^"]*)"/g)].map(([, name, value]) => [name, value]));
+}
+/** A 401: the write carried no token (docs/decisions.md#refusals). */
+class TokenMissingError extends RequestError {
+    name = 'TokenMissingError';
+}
+/**
+ * A 403 `invalid_token`: the token (or the API key traded for it) was refused: expired, revoked, not
+ * signed by a key the service trusts, or malformed. `description` says which, as the service put it.
+ */
+class InvalidTokenError extends RequestError {
+    description;
+    name = 'InvalidTokenError';
+    constructor(message, description) {
+        super(message, 403);
+        this.description = description;
+    }
+}
+/** A 403 `insufficient_scope`: the token may not do this; `scope` is the one it needs (`bikes:delete`). */
+class InsufficientScopeError extends RequestError {
+    scope;
+    name = 'InsufficientScopeError';
+    constructor(message, scope) {
+        super(message, 403);
+        this.scope = scope;
+    }
+}
+/** A 403 of POST /api/user without a key: the operator closed token issuance; give the client a `token` or an `apiKey`. */
+class IssuanceClosedError extends RequestError {
+    name = 'IssuanceClosedError';
+}
+/** The refusal a 401 or 403 stands for, read from its challenge; undefined for other statuses. */
+function authRefusal(message, response) {
+    if (response.status === 401)
+        return new TokenMissingError(message, 401);
+    if (response.status !== 403)
+        return undefined;
+    const { error, error_description: description = '', scope = '' } = challengeOf(response);
+    if (error === 'invalid_token')
+        return new InvalidTokenError(`${message} (${description})`, description);
+    if (error === 'insufficient_scope')
+        return new InsufficientScopeError(`${message} (needs ${scope})`, scope);
+    return new IssuanceClosedError(message, 403);
 }
 
 /**
@@ -1064,11 +1114,21 @@ function createCatalogClient(options) {
     if (options.compress)
         api.use(gzipBodies);
     const persistence = (what, signal) => ({ what, attempts, timeoutMs, signal });
+    const { apiKey } = options;
+    if (apiKey !== undefined && options.token !== undefined)
+        throw new TypeError('give the client a token or an apiKey, not both');
     const issued = async () => {
-        const { answer } = await persist((bounded) => api.POST('/api/user', { body: username === undefined ? undefined : { username }, signal: bounded }), persistence('POST /api/user'));
+        const { answer } = await persist((bounded) => api.POST('/api/user', {
+            body: username === undefined || apiKey !== undefined ? undefined : { username },
+            // An API key is traded for a token of its own (docs/decisions.md#api-keys).
+            ...(apiKey !== undefined && { headers: { Authorization: `Bearer ${apiKey}` } }),
+            signal: bounded,
+        }), persistence('POST /api/user'));
         if (answer.data)
             return answer.data.token;
-        throw refusal('POST /api/user (where the service gives no tokens, give the client a `token`)', answer.response);
+        throw refusal(apiKey === undefined
+            ? 'POST /api/user (where the service gives no tokens, give the client a `token` or an `apiKey`)'
+            : 'POST /api/user (trading the API key)', answer.response);
     };
     const tokens = new Tokens(options.token === undefined ? issued : tokenFunction(options.token));
     api.use(signWrites(tokens));
@@ -1112,56 +1172,4 @@ function signWrites(tokens) {
     };
 }
 
-/** The message is not one the secret signed, or is too old (or too far ahead) to be taken. */
-class WebhookVerificationError extends Error {
-    name = 'WebhookVerificationError';
-}
-/** How far a webhook-timestamp may be from now, either way. */
-const TOLERANCE_SECONDS = 5 * 60;
-function header(headers, name) {
-    if (typeof headers.get === 'function')
-        return headers.get(name) ?? undefined;
-    const record = headers;
-    const value = record[name] ?? Object.entries(record).find(([key]) => key.toLowerCase() === name)?.[1];
-    return Array.isArray(value) ? value.join(', ') : value;
-}
-function fromBase64(text) {
-    try {
-        return Uint8Array.from(atob(text), (char) => char.charCodeAt(0));
-    }
-    catch {
-        return undefined;
-    }
-}
-/**
- * The event, once `body` (the request's bytes, exactly as they came) is proved to be signed with
- * `secret`; WebhookVerificationError otherwise. Deduplicate by `webhook-id`, order by `cursor`.
- */
-async function verifyWebhook(secret, headers, body, now = new Date()) {
-    const id = header(headers, 'webhook-id');
-    const timestamp = header(headers, 'webhook-timestamp');
-    const signatures = header(headers, 'webhook-signature');
-    if (!id || !timestamp || !signatures)
-        throw new WebhookVerificationError('missing webhook-id, -timestamp or -signature');
-    if (!/^\d+$/.test(timestamp))
-        throw new WebhookVerificationError('webhook-timestamp is not a number of seconds');
-    if (Math.abs(now.getTime() / 1000 - Number(timestamp)) > TOLERANCE_SECONDS) {
-        throw new WebhookVerificationError('webhook-timestamp is too far from now');
-    }
-    const keyBytes = fromBase64(secret.startsWith('whsec_') ? secret.slice('whsec_'.length) : secret);
-    if (!keyBytes)
-        throw new WebhookVerificationError('the secret is not whsec_ and base64');
-    const key = await crypto.subtle.importKey('raw', keyBytes, { name: 'HMAC', hash: 'SHA-256' }, false, ['verify']);
-    const text = typeof body === 'string' ? body : new TextDecoder().decode(body);
-    const signed = new TextEncoder().encode(`${id}.${timestamp}.${text}`);
-    for (const signature of signatures.split(' ')) {
-        const [version, value] = signature.split(',');
-        const mac = version === 'v1' && value ? fromBase64(value) : undefined;
-        // crypto.subtle.verify compares in constant time.
-        if (mac && (await crypto.subtle.verify('HMAC', key, mac, signed)))
-            return JSON.parse(text);
-    }
-    throw new WebhookVerificationError('no signature matches');
-}
-
-export { CatalogError, ConflictError, NotFoundError, RequestError, ServerError, WebhookVerificationError, createCatalogClient, verifyWebhook };
+export { CatalogError, ConflictError, InsufficientScopeError, InvalidTokenError, IssuanceClosedError, NotFoundError, RequestError, ServerError, TokenMissingError, createCatalogClient };

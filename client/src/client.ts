@@ -20,6 +20,11 @@ export interface CatalogClientOptions {
    * client asks POST /api/user, and again before the token expires.
    */
   token?: TokenSource;
+  /**
+   * An API key your operator issued (`bk_live_...`, docs/decisions.md#api-keys): the client trades
+   * it for a token at POST /api/user, and again before each token expires. Not with `token`.
+   */
+  apiKey?: string;
   /** The username POST /api/user writes into the tokens it gives (the scope of your Idempotency-Keys). */
   username?: string;
   /** Send write bodies gzip-compressed. */
@@ -71,13 +76,27 @@ export function createCatalogClient(options: CatalogClientOptions): CatalogClien
   const base = baseUrl.replace(/\/+$/, '');
   const withheld = (bounded: AbortSignal) => corsRefused(`${base}/healthz`, options.fetch ?? fetch, bounded);
   const persistence = (what: string, signal?: AbortSignal) => ({ what, attempts, timeoutMs, signal, withheld });
+  const { apiKey } = options;
+  if (apiKey !== undefined && options.token !== undefined)
+    throw new TypeError('give the client a token or an apiKey, not both');
   const issued = async () => {
     const { answer } = await persist(
-      (bounded) => api.POST('/api/user', { body: username === undefined ? undefined : { username }, signal: bounded }),
+      (bounded) =>
+        api.POST('/api/user', {
+          body: username === undefined || apiKey !== undefined ? undefined : { username },
+          // An API key is traded for a token of its own (docs/decisions.md#api-keys).
+          ...(apiKey !== undefined && { headers: { Authorization: `Bearer ${apiKey}` } }),
+          signal: bounded,
+        }),
       persistence('POST /api/user'),
     );
     if (answer.data) return answer.data.token;
-    throw refusal('POST /api/user (where the service gives no tokens, give the client a `token`)', answer.response);
+    throw refusal(
+      apiKey === undefined
+        ? 'POST /api/user (where the service gives no tokens, give the client a `token` or an `apiKey`)'
+        : 'POST /api/user (trading the API key)',
+      answer.response,
+    );
   };
   const tokens = new Tokens(options.token === undefined ? issued : tokenFunction(options.token));
   api.use(signWrites(tokens));

@@ -78,5 +78,58 @@ export function refusal(what: string, response: Response): RequestError {
   const message = `${what}: ${response.status} ${response.statusText}`;
   const field = response.headers.get('X-Invalid-Field') ?? undefined;
   if (response.status === 404) return new NotFoundError(message, 404);
+  const refused = authRefusal(message, response);
+  if (refused) return refused;
   return new RequestError(field === undefined ? message : `${message} (${field})`, response.status, field);
+}
+
+/** What the service's WWW-Authenticate says (RFC 6750): its parameters by name. */
+function challengeOf(response: Response): Record<string, string> {
+  const header = response.headers.get('WWW-Authenticate') ?? '';
+  return Object.fromEntries([...header.matchAll(/(\w+)="([^"]*)"/g)].map(([, name, value]) => [name, value]));
+}
+
+/** A 401: the write carried no token (docs/decisions.md#refusals). */
+export class TokenMissingError extends RequestError {
+  override name = 'TokenMissingError';
+}
+
+/**
+ * A 403 `invalid_token`: the token (or the API key traded for it) was refused: expired, revoked, not
+ * signed by a key the service trusts, or malformed. `description` says which, as the service put it.
+ */
+export class InvalidTokenError extends RequestError {
+  override name = 'InvalidTokenError';
+  constructor(
+    message: string,
+    readonly description: string,
+  ) {
+    super(message, 403);
+  }
+}
+
+/** A 403 `insufficient_scope`: the token may not do this; `scope` is the one it needs (`bikes:delete`). */
+export class InsufficientScopeError extends RequestError {
+  override name = 'InsufficientScopeError';
+  constructor(
+    message: string,
+    readonly scope: string,
+  ) {
+    super(message, 403);
+  }
+}
+
+/** A 403 of POST /api/user without a key: the operator closed token issuance; give the client a `token` or an `apiKey`. */
+export class IssuanceClosedError extends RequestError {
+  override name = 'IssuanceClosedError';
+}
+
+/** The refusal a 401 or 403 stands for, read from its challenge; undefined for other statuses. */
+function authRefusal(message: string, response: Response): RequestError | undefined {
+  if (response.status === 401) return new TokenMissingError(message, 401);
+  if (response.status !== 403) return undefined;
+  const { error, error_description: description = '', scope = '' } = challengeOf(response);
+  if (error === 'invalid_token') return new InvalidTokenError(`${message} (${description})`, description);
+  if (error === 'insufficient_scope') return new InsufficientScopeError(`${message} (needs ${scope})`, scope);
+  return new IssuanceClosedError(message, 403);
 }

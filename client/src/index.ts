@@ -6,7 +6,18 @@
 export { createCatalogClient, type CatalogClient, type CatalogClientOptions } from './client.ts';
 export type { CallOptions } from './bikes.ts';
 export type { EventSourceConstructor, EventSourceLike } from './context.ts';
-export { BlockedError, CatalogError, ConflictError, NotFoundError, RequestError, ServerError } from './errors.ts';
+export {
+  BlockedError,
+  CatalogError,
+  ConflictError,
+  InsufficientScopeError,
+  InvalidTokenError,
+  IssuanceClosedError,
+  NotFoundError,
+  RequestError,
+  ServerError,
+  TokenMissingError,
+} from './errors.ts';
 export type { FollowOptions, FollowStatus } from './follow.ts';
 export type { components, operations, paths } from './schema.ts';
 export type { TokenSource } from './tokens.ts';

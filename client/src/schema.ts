@@ -181,7 +181,7 @@ export interface paths {
         put?: never;
         /**
          * Get a bearer token
-         * @description No authentication. The token is an HS256 JWT carrying `username`, `iat`, `exp` and `jti` (unique to it), valid for 1800 seconds. Where the operator has closed issuance (`TOKEN_ISSUANCE=closed`), 403: tokens then come from the operator or the identity provider.
+         * @description No authentication. The token is an HS256 JWT carrying `username`, `iat`, `exp` and `jti` (unique to it), valid for 1800 seconds. With an API key as the bearer token (`Authorization: Bearer bk_live_...`, from the operator's `npm run keys`), the token is the key's: it carries the key's label and scopes, in either mode, and stops working once the key is revoked. Where the operator has closed issuance (`TOKEN_ISSUANCE=closed`), a request without a key is 403: tokens then come from API keys, the operator or the identity provider.
          */
         post: operations["issueToken"];
         delete?: never;
@@ -373,7 +373,7 @@ export interface components {
             totalInventory: number;
             priceRange: components["schemas"]["PriceRange"];
         };
-        /** @description Who the token is for. */
+        /** @description Who the token is for (ignored with an API key: the token is the key's). Strings may not contain U+0000 or a lone UTF-16 surrogate; numbers are any finite JSON number. Types are strict: "5" is not a number and "true" is not a boolean. Unknown fields are ignored. */
         TokenRequest: {
             /** @description Carried in the token. Optional. */
             username?: string;
@@ -1497,8 +1497,11 @@ export interface operations {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
                     "X-Request-Id": string;
-                    /** @description The challenge: a bearer token, from `POST /api/user`. */
-                    "WWW-Authenticate": "Bearer realm=\"bike-catalog\"";
+                    /**
+                     * @description The challenge (RFC 6750): on a 401, `Bearer realm="bike-catalog"` (no token was sent); on a 403, why the token was refused, `error="invalid_token"` (expired, revoked, not signed by a key trusted here, malformed) or `error="insufficient_scope"` with the `scope` needed, each with an `error_description`.
+                     * @example Bearer realm="bike-catalog", error="insufficient_scope", error_description="this operation needs the scope bikes:delete", scope="bikes:delete"
+                     */
+                    "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1511,6 +1514,15 @@ export interface operations {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
                     "X-Request-Id": string;
+                    /** @description The limit: `"<name>";q=<requests>;w=<seconds>` (`tokens` or `writes`, per client). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it: `"<name>";r=<requests left>;t=<seconds until the window ends>`. */
+                    RateLimit?: string;
+                    /**
+                     * @description The challenge (RFC 6750): on a 401, `Bearer realm="bike-catalog"` (no token was sent); on a 403, why the token was refused, `error="invalid_token"` (expired, revoked, not signed by a key trusted here, malformed) or `error="insufficient_scope"` with the `scope` needed, each with an `error_description`.
+                     * @example Bearer realm="bike-catalog", error="insufficient_scope", error_description="this operation needs the scope bikes:delete", scope="bikes:delete"
+                     */
+                    "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1734,8 +1746,11 @@ export interface operations {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
                     "X-Request-Id": string;
-                    /** @description The challenge: a bearer token, from `POST /api/user`. */
-                    "WWW-Authenticate": "Bearer realm=\"bike-catalog\"";
+                    /**
+                     * @description The challenge (RFC 6750): on a 401, `Bearer realm="bike-catalog"` (no token was sent); on a 403, why the token was refused, `error="invalid_token"` (expired, revoked, not signed by a key trusted here, malformed) or `error="insufficient_scope"` with the `scope` needed, each with an `error_description`.
+                     * @example Bearer realm="bike-catalog", error="insufficient_scope", error_description="this operation needs the scope bikes:delete", scope="bikes:delete"
+                     */
+                    "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1748,6 +1763,15 @@ export interface operations {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
                     "X-Request-Id": string;
+                    /** @description The limit: `"<name>";q=<requests>;w=<seconds>` (`tokens` or `writes`, per client). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it: `"<name>";r=<requests left>;t=<seconds until the window ends>`. */
+                    RateLimit?: string;
+                    /**
+                     * @description The challenge (RFC 6750): on a 401, `Bearer realm="bike-catalog"` (no token was sent); on a 403, why the token was refused, `error="invalid_token"` (expired, revoked, not signed by a key trusted here, malformed) or `error="insufficient_scope"` with the `scope` needed, each with an `error_description`.
+                     * @example Bearer realm="bike-catalog", error="insufficient_scope", error_description="this operation needs the scope bikes:delete", scope="bikes:delete"
+                     */
+                    "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1976,8 +2000,11 @@ export interface operations {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
                     "X-Request-Id": string;
-                    /** @description The challenge: a bearer token, from `POST /api/user`. */
-                    "WWW-Authenticate": "Bearer realm=\"bike-catalog\"";
+                    /**
+                     * @description The challenge (RFC 6750): on a 401, `Bearer realm="bike-catalog"` (no token was sent); on a 403, why the token was refused, `error="invalid_token"` (expired, revoked, not signed by a key trusted here, malformed) or `error="insufficient_scope"` with the `scope` needed, each with an `error_description`.
+                     * @example Bearer realm="bike-catalog", error="insufficient_scope", error_description="this operation needs the scope bikes:delete", scope="bikes:delete"
+                     */
+                    "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -1990,6 +2017,15 @@ export interface operations {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
                     "X-Request-Id": string;
+                    /** @description The limit: `"<name>";q=<requests>;w=<seconds>` (`tokens` or `writes`, per client). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it: `"<name>";r=<requests left>;t=<seconds until the window ends>`. */
+                    RateLimit?: string;
+                    /**
+                     * @description The challenge (RFC 6750): on a 401, `Bearer realm="bike-catalog"` (no token was sent); on a 403, why the token was refused, `error="invalid_token"` (expired, revoked, not signed by a key trusted here, malformed) or `error="insufficient_scope"` with the `scope` needed, each with an `error_description`.
+                     * @example Bearer realm="bike-catalog", error="insufficient_scope", error_description="this operation needs the scope bikes:delete", scope="bikes:delete"
+                     */
+                    "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2592,8 +2628,11 @@ export interface operations {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
                     "X-Request-Id": string;
-                    /** @description The challenge: a bearer token, from `POST /api/user`. */
-                    "WWW-Authenticate": "Bearer realm=\"bike-catalog\"";
+                    /**
+                     * @description The challenge (RFC 6750): on a 401, `Bearer realm="bike-catalog"` (no token was sent); on a 403, why the token was refused, `error="invalid_token"` (expired, revoked, not signed by a key trusted here, malformed) or `error="insufficient_scope"` with the `scope` needed, each with an `error_description`.
+                     * @example Bearer realm="bike-catalog", error="insufficient_scope", error_description="this operation needs the scope bikes:delete", scope="bikes:delete"
+                     */
+                    "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2606,6 +2645,15 @@ export interface operations {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
                     "X-Request-Id": string;
+                    /** @description The limit: `"<name>";q=<requests>;w=<seconds>` (`tokens` or `writes`, per client). */
+                    "RateLimit-Policy"?: string;
+                    /** @description What is left of it: `"<name>";r=<requests left>;t=<seconds until the window ends>`. */
+                    RateLimit?: string;
+                    /**
+                     * @description The challenge (RFC 6750): on a 401, `Bearer realm="bike-catalog"` (no token was sent); on a 403, why the token was refused, `error="invalid_token"` (expired, revoked, not signed by a key trusted here, malformed) or `error="insufficient_scope"` with the `scope` needed, each with an `error_description`.
+                     * @example Bearer realm="bike-catalog", error="insufficient_scope", error_description="this operation needs the scope bikes:delete", scope="bikes:delete"
+                     */
+                    "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2773,7 +2821,7 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        /** @description Who the token is for. */
+        /** @description Who the token is for (ignored with an API key: the token is the key's). */
         requestBody?: {
             content: {
                 /**
@@ -2827,7 +2875,7 @@ export interface operations {
                     "text/plain": string;
                 };
             };
-            /** @description Token issuance is closed (`TOKEN_ISSUANCE=closed`): no token is given here, to anyone. */
+            /** @description Token issuance is closed (`TOKEN_ISSUANCE=closed`) and no API key was sent: no token is given here, to anyone without one; or the API key sent is not known, was revoked or has expired (`error="invalid_token"`). */
             403: {
                 headers: {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
@@ -2836,6 +2884,11 @@ export interface operations {
                     "RateLimit-Policy": string;
                     /** @description What is left of it: `"<name>";r=<requests left>;t=<seconds until the window ends>`. */
                     RateLimit: string;
+                    /**
+                     * @description The challenge (RFC 6750): on a 401, `Bearer realm="bike-catalog"` (no token was sent); on a 403, why the token was refused, `error="invalid_token"` (expired, revoked, not signed by a key trusted here, malformed) or `error="insufficient_scope"` with the `scope` needed, each with an `error_description`.
+                     * @example Bearer realm="bike-catalog", error="insufficient_scope", error_description="this operation needs the scope bikes:delete", scope="bikes:delete"
+                     */
+                    "WWW-Authenticate": string;
                     [name: string]: unknown;
                 };
                 content: {
@@ -2915,6 +2968,47 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description What the service needs is not answering (the database; for a token of the identity provider, its key set), and nothing was written; retry after Retry-After seconds. */
+            503: {
+                headers: {
+                    /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
+                    "X-Request-Id": string;
+                    /** @description The limit: `"<name>";q=<requests>;w=<seconds>` (`tokens` or `writes`, per client). */
+                    "RateLimit-Policy": string;
+                    /** @description What is left of it: `"<name>";r=<requests left>;t=<seconds until the window ends>`. */
+                    RateLimit: string;
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example Service Unavailable */
+                    "text/plain": string;
+                };
+            };
+            /** @description The database stopped answering while the write ran (`Write-Outcome: unknown`): it may or may not have been applied. Read the bike named in Content-Location to know; retry a POST only with the same Idempotency-Key, other writes with If-Match. */
+            504: {
+                headers: {
+                    /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
+                    "X-Request-Id": string;
+                    /** @description The limit: `"<name>";q=<requests>;w=<seconds>` (`tokens` or `writes`, per client). */
+                    "RateLimit-Policy": string;
+                    /** @description What is left of it: `"<name>";r=<requests left>;t=<seconds until the window ends>`. */
+                    RateLimit: string;
+                    /** @description `unknown`: the database stopped answering while the write ran, so it may or may not have been applied. Read the bike (its path is in `Content-Location`) to know; a retry is safe with the same Idempotency-Key (POST) or with If-Match (PUT, PATCH, DELETE). */
+                    "Write-Outcome"?: "unknown";
+                    /**
+                     * @description The bike the write was for: on a create, the id it was being made under.
+                     * @example /bikes/3f1c2a9e-8d4b-4c6f-9a1e-2b7d5e8f0c41
+                     */
+                    "Content-Location"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example Gateway Timeout */
+                    "text/plain": string;
+                };
             };
         };
     };

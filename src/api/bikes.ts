@@ -92,7 +92,7 @@ export const createBike = operation({
   description:
     'The server makes the id (UUID v4) and the handle (from the title); a body id or handle is ignored. ' +
     'A field the bike does not have is ignored too: not stored, not returned. `POST /bikes` is the same route.',
-  token: true,
+  scope: 'bikes:write',
   limit: 'writes',
   input: inputOf({ body: bikeFields, headers: yup.object({ 'idempotency-key': idempotencyKey }) }),
   invalid: 400,
@@ -158,7 +158,7 @@ export const replaceBike = operation({
     'A well-formed id with no bike creates it there. Every failure, including a body that fails ' +
     'validation, answers 404, as the specification says; a body in a Content-Encoding the service ' +
     'cannot decode is no failure of the replace, but an unsupported media: 415.',
-  token: true,
+  scope: 'bikes:write',
   limit: 'writes',
   input: inputOf({ body: replacement }),
   // Every failure of a replace is a 404, as the specification says.
@@ -190,7 +190,7 @@ export const updateBike = operation({
     'Writes only the fields in the body; each must be valid as on create (a priceRange must be complete). ' +
     'A body id is ignored; a handle is written as given; a new title does not change the handle. No body is ' +
     'an empty patch.',
-  token: true,
+  scope: 'bikes:write',
   limit: 'writes',
   input: inputOf({ body: patch }),
   invalid: 400,
@@ -225,7 +225,7 @@ export const deleteBike = operation({
   method: 'delete',
   path: '/bikes/:id',
   summary: 'Delete a bike',
-  token: true,
+  scope: 'bikes:delete',
   limit: 'writes',
   input: NO_INPUT,
   // A missing bike is 404 (its statement matches nothing), whatever the preconditions.

@@ -1,4 +1,5 @@
 import type Router from '@koa/router';
+import type { ApiKeyLookup } from '../auth/api-keys';
 import type { Tokens } from '../auth/tokens';
 import type { BikeRepository } from '../bikes/repository';
 import { changeFeed } from '../feed/following';
@@ -48,6 +49,8 @@ export interface ApiDeps {
   catalogIdentity: () => string;
   cursors: Cursors;
   tokens: Tokens;
+  /** The API keys a tool trades for a token (POST /api/user). */
+  keys: ApiKeyLookup;
   limits: AbuseLimits;
   live: LiveFeed;
   /** MAX_EVENT_STREAMS: event streams this instance keeps open at once. */
@@ -66,6 +69,7 @@ export function apiRouter(deps: ApiDeps): Router {
     pages: pageCursors(deps.cursors),
     streams: eventStreams(deps.limits, { maxStreams: deps.maxEventStreams, heartbeatMs: deps.heartbeatMs }),
     tokens: deps.tokens,
+    keys: deps.keys,
   };
   return routerOf(API_ROUTES, api, {
     tokens: deps.tokens,

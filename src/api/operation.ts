@@ -1,4 +1,5 @@
 import type Koa from 'koa';
+import type { ApiKeyLookup } from '../auth/api-keys';
 import type { Tokens } from '../auth/tokens';
 import type { BikeRepository } from '../bikes/repository';
 import type { ChangeFeed } from '../feed/following';
@@ -19,6 +20,8 @@ export interface Api {
   pages: PageCursors;
   streams: EventStreams;
   tokens: Tokens;
+  /** The API keys a tool trades for a token (POST /api/user). */
+  keys: ApiKeyLookup;
 }
 
 /**

@@ -2,8 +2,11 @@ import { createSecretKey, type KeyObject, randomBytes } from 'node:crypto';
 import { decodeProtectedHeader } from 'jose';
 import jwt from 'jsonwebtoken';
 import { LRUCache } from 'lru-cache';
-import { type Caller, OPERATOR_ISSUER } from './caller';
+import type { ApiKeyGrant } from './api-keys';
+import { type Caller, KEY_ISSUER, OPERATOR_ISSUER } from './caller';
 import { type IdentityProvider, type KeySetTiming, PROVIDER_ALGORITHMS, providerVerifier } from './provider';
+import { TokenRefused } from './refusal';
+import { ALL_SCOPES, type Scope, scopesAmong } from './scopes';
 
 /**
  * The longest a token the service signs may live (docs/decisions.md#tokens): POST /api/user's
@@ -34,8 +37,13 @@ export interface Tokens {
   /** A token of POST /api/user: `{ username, iat, exp, jti }`, living 1800 s. */
   issue(username: string | undefined): string;
   /**
+   * A token of POST /api/user for an API key: `{ username: <label>, key: <id>, scope, iss: KEY_ISSUER,
+   * iat, exp, jti }`, living 1800 s (docs/decisions.md#api-keys).
+   */
+  issueForKey(grant: ApiKeyGrant): string;
+  /**
    * Who the token says sent the request. Throws KeysUnavailable (provider.ts) when the identity
-   * provider's keys cannot be had; anything else thrown is a refusal.
+   * provider's keys cannot be had, TokenRefused (refusal.ts) when the token is refused.
    */
   verify(token: string): Promise<Caller>;
 }
@@ -54,11 +62,16 @@ const newTokenId = () => randomBytes(16).toString('base64url');
  * with the service's secret, like POST /api/user's, and told apart from them by its `iss`, which
  * that endpoint never sets (docs/decisions.md#who-may-write).
  */
-export function operatorToken(secret: string, username: string, lifetimeSeconds: number): string {
+export function operatorToken(
+  secret: string,
+  username: string,
+  lifetimeSeconds: number,
+  scopes: readonly Scope[] = ALL_SCOPES,
+): string {
   if (!Number.isInteger(lifetimeSeconds) || lifetimeSeconds < 1 || lifetimeSeconds > MAX_TOKEN_LIFETIME_SECONDS) {
     throw new RangeError(`a token lives 1 to ${MAX_TOKEN_LIFETIME_SECONDS} seconds`);
   }
-  return jwt.sign({ username }, keyOf(secret), {
+  return jwt.sign({ username, scope: scopes.join(' ') }, keyOf(secret), {
     algorithm: ALGORITHM,
     expiresIn: lifetimeSeconds,
     issuer: OPERATOR_ISSUER,
@@ -82,47 +95,83 @@ export function createTokens(secret: string, settings: TokenSettings = { issuanc
   const verified = new LRUCache<string, { caller: Caller; exp: number }>({ max: VERIFIED_TOKENS });
 
   function verifyOurs(token: string): { caller: Caller; exp: number } {
-    // Pinning the algorithm rejects `alg: none` and any other algorithm, whatever the header says.
-    const payload = jwt.verify(token, key, { algorithms: [ALGORITHM] });
-    if (typeof payload === 'string') throw new Error('token payload is not an object');
-    const { iat, exp, iss, username } = payload;
+    let payload: string | jwt.JwtPayload;
+    try {
+      // Pinning the algorithm rejects `alg: none` and any other algorithm, whatever the header says.
+      payload = jwt.verify(token, key, { algorithms: [ALGORITHM] });
+    } catch (err) {
+      throw refusalOfOurs(err);
+    }
+    if (typeof payload === 'string') throw new TokenRefused('malformed');
+    const { iat, exp, iss, username, scope, key: keyId } = payload;
     // Only tokens that live as long as ours do: a correctly signed token without exp, or with a
     // longer life, is refused too (docs/decisions.md#tokens).
-    if (typeof iat !== 'number' || typeof exp !== 'number') throw new Error('token has no iat or exp');
-    if (exp <= iat || exp - iat > MAX_TOKEN_LIFETIME_SECONDS) throw new Error('token lives longer than 1800 s');
-    if (iat > Date.now() / 1000 + CLOCK_SKEW_SECONDS) throw new Error('token issued in the future');
-    if (iss === OPERATOR_ISSUER) {
-      if (typeof username !== 'string' || username === '') throw new Error("operator's token has no username");
-      return { caller: Object.freeze({ proven: true, subject: username, issuer: OPERATOR_ISSUER }), exp };
+    if (typeof iat !== 'number' || typeof exp !== 'number') throw new TokenRefused('malformed');
+    if (exp <= iat || exp - iat > MAX_TOKEN_LIFETIME_SECONDS) throw new TokenRefused('malformed');
+    if (iat > Date.now() / 1000 + CLOCK_SKEW_SECONDS) throw new TokenRefused('malformed');
+    if (iss === OPERATOR_ISSUER || iss === KEY_ISSUER) {
+      if (typeof username !== 'string' || username === '' || typeof scope !== 'string') {
+        throw new TokenRefused('malformed');
+      }
+      const scopes = scopesAmong(scope.split(' '));
+      if (iss === OPERATOR_ISSUER) {
+        return { caller: Object.freeze({ proven: true, subject: username, issuer: iss, scopes }), exp };
+      }
+      if (typeof keyId !== 'string') throw new TokenRefused('malformed');
+      return { caller: Object.freeze({ proven: true, subject: username, issuer: iss, keyId, scopes }), exp };
     }
-    if (iss !== undefined) throw new Error('token of an unknown issuer');
+    if (iss !== undefined) throw new TokenRefused('foreign');
     // A token of POST /api/user, from before issuance was closed: the operator closed it.
-    if (!issuanceOpen) throw new Error('token of POST /api/user while issuance is closed');
-    if (username !== undefined && typeof username !== 'string') throw new Error('username is not a string');
-    return { caller: Object.freeze({ proven: false, subject: username ?? null }), exp };
+    if (!issuanceOpen) throw new TokenRefused('issuance-closed');
+    if (username !== undefined && typeof username !== 'string') throw new TokenRefused('malformed');
+    return { caller: Object.freeze({ proven: false, subject: username ?? null, scopes: ALL_SCOPES }), exp };
   }
+
+  /** In the open mode every token has every scope (docs/decisions.md#scopes). */
+  const withScopes = (caller: Caller): Caller =>
+    issuanceOpen && caller.scopes.length < ALL_SCOPES.length
+      ? Object.freeze({ ...caller, scopes: ALL_SCOPES })
+      : caller;
+
+  const sign = (claims: object, issuer?: string) =>
+    jwt.sign(claims, key, {
+      algorithm: ALGORITHM,
+      expiresIn: MAX_TOKEN_LIFETIME_SECONDS,
+      jwtid: newTokenId(),
+      ...(issuer === undefined ? {} : { issuer }),
+    });
 
   return {
     issuanceOpen,
-    issue(username) {
-      return jwt.sign({ username }, key, {
-        algorithm: ALGORITHM,
-        expiresIn: MAX_TOKEN_LIFETIME_SECONDS,
-        jwtid: newTokenId(),
-      });
-    },
+    issue: (username) => sign({ username }),
+    issueForKey: ({ id, label, scopes }) => sign({ username: label, key: id, scope: scopes.join(' ') }, KEY_ISSUER),
     async verify(token) {
       const known = verified.get(token);
       // jsonwebtoken's own test of exp: expired from the second it names.
       if (known && Math.floor(Date.now() / 1000) < known.exp) return known.caller;
-      const { alg } = decodeProtectedHeader(token);
+      let alg: string | undefined;
+      try {
+        alg = decodeProtectedHeader(token).alg;
+      } catch (err) {
+        throw new TokenRefused('malformed', { cause: err });
+      }
       if (alg === ALGORITHM) {
         const ours = verifyOurs(token);
-        verified.set(token, ours);
-        return ours.caller;
+        const caller = withScopes(ours.caller);
+        verified.set(token, { caller, exp: ours.exp });
+        return caller;
       }
-      if (provider && alg !== undefined && PROVIDER_ALGORITHMS.includes(alg)) return provider(token);
-      throw new Error(`tokens signed with ${alg} are not accepted`);
+      if (provider && alg !== undefined && PROVIDER_ALGORITHMS.includes(alg)) return withScopes(await provider(token));
+      throw new TokenRefused('foreign');
     },
   };
+}
+
+/** What jsonwebtoken's refusal of one of our tokens tells a client. */
+function refusalOfOurs(err: unknown): TokenRefused {
+  if (err instanceof jwt.TokenExpiredError) return new TokenRefused('expired', { cause: err });
+  if (err instanceof jwt.JsonWebTokenError && err.message === 'invalid signature') {
+    return new TokenRefused('foreign', { cause: err });
+  }
+  return new TokenRefused('malformed', { cause: err });
 }

@@ -57,15 +57,24 @@ const STORED_COLUMNS = [...BIKE_COLUMNS, STATE.as('state')] as const;
 export interface Writer {
   subject: string | null;
   issuer?: string;
+  /** What the token may do (docs/decisions.md#scopes), recorded with the change. */
+  scopes: readonly string[];
+  /** The API key the token was traded for: the write stands only while the key does. */
+  keyId?: string;
 }
 
-/** The parameter of the writer: `{subject, issuer}`, the text[] the change log's triggers read. */
+/**
+ * The parameter of the writer: `{subject, issuer, scopes, key id}`, the text[] the change log's
+ * triggers read (the scopes space-separated; the issuer and the key id null where there is none).
+ */
 const writerParams = () => ({ writer: param<(string | null)[]>() });
 
 /** `writer`'s value: U+0000, which PostgreSQL text cannot hold, as U+FFFD. */
-const writerValue = ({ subject, issuer }: Writer) => [
+const writerValue = ({ subject, issuer, scopes, keyId }: Writer) => [
   subject === null ? null : subject.replaceAll('\u0000', '\uFFFD'),
   issuer ?? null,
+  scopes.join(' '),
+  keyId ?? null,
 ];
 
 /**
@@ -78,7 +87,12 @@ const writerValue = ({ subject, issuer }: Writer) => [
 const asWriter = ({ writer }: ReturnType<typeof writerParams>) =>
   kysely.with(
     (cte) => cte('writer').materialized(),
-    () => sql<{ set: string }>`(SELECT set_config('bike_catalog.writer', ${writer}::text[]::text, true) AS set)`,
+    // A token traded for an API key writes only while the key stands (docs/decisions.md#api-keys):
+    // api_key_stands raises BCK01, and the statement changes nothing, once it is revoked or expired.
+    () =>
+      sql<{
+        set: string;
+      }>`(SELECT set_config('bike_catalog.writer', ${writer}::text[]::text, true) AS set WHERE (${writer}::text[])[4] IS NULL OR api_key_stands(${writer}::text[]))`,
   );
 
 /** A whole bike inserted by its writer (INSERT ... SELECT ... FROM writer): a create's, and a PUT's that may create. */

@@ -184,6 +184,8 @@ const SERVICE_ROLE_RIGHTS: Record<string, string> = {
   rate_limits: 'SELECT, INSERT, UPDATE, DELETE',
   webhook_subscriptions: 'SELECT, INSERT, UPDATE, DELETE',
   webhook_deliveries: 'SELECT, INSERT, UPDATE, DELETE',
+  // Issued, used and revoked by the service's role (npm run keys, POST /api/user), never deleted.
+  api_keys: 'SELECT, INSERT, UPDATE',
   catalog_version_slots: 'SELECT',
   catalog_identity: 'SELECT',
   bike_changes: 'SELECT',

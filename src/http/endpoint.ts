@@ -3,12 +3,15 @@ import { Readable } from 'node:stream';
 import type Koa from 'koa';
 import type { Caller } from '../auth/caller';
 import { KeysUnavailable } from '../auth/provider';
+import { TokenRefused } from '../auth/refusal';
+import type { Scope } from '../auth/scopes';
 import type { Tokens } from '../auth/tokens';
-import { isRejectedValue } from '../db/errors';
+import { isRejectedValue, isRevokedKey } from '../db/errors';
+import { authRefusals } from '../metrics';
 import { readBody } from './body';
 import { ifMatchHolds, type EntityTags } from './conditional';
 import { HttpError } from './errors';
-import { BEARER_CHALLENGE } from './headers';
+import { BEARER_CHALLENGE, refusalChallenge } from './headers';
 import { invalidFieldHeader } from './invalid-field';
 import type { AbuseLimits } from './limits';
 import { isWellFormedPath } from './path-matching';
@@ -50,7 +53,7 @@ interface Check {
  * @internal test/api/answer-order.test.ts checks the service and the docs by it.
  */
 export const ANSWER_ORDER: readonly Check[] = [
-  { check: 'the token', statuses: (route) => (route.token ? [401, 403, 503] : []) },
+  { check: 'the token', statuses: (route) => (route.scope ? [401, 403, 503] : []) },
   { check: 'the path', statuses: (route) => (route.path.includes('/:') ? [404] : []) },
   { check: 'the abuse limit', statuses: (route) => (route.limit ? [429] : []) },
   { check: "the body's size", statuses: (route) => (hasBody(route) ? [413] : []) },
@@ -72,6 +75,8 @@ export const ANSWER_ORDER: readonly Check[] = [
     check: 'the handler',
     statuses: (route) => [
       ...(route.alsoAnswers ?? []),
+      // A token's API key revoked since it was issued: its write's own statement refuses it.
+      ...(route.scope ? ([403] as const) : []),
       ...(route.eventStream ? ([429] as const) : []),
       ...(route.database === false ? [] : ([503] as const)),
       ...(route.database === false || route.method === 'get' ? [] : ([504] as const)),
@@ -95,20 +100,63 @@ export function errorStatusesOf(route: RouteDeclaration<unknown>): ErrorStatus[]
 }
 
 /**
+ * A token refused (docs/decisions.md#refusals): 403, saying why as RFC 6750 says (`invalid_token`
+ * and a description), the same in its plain-text reason, and counted by reason.
+ */
+export function tokenRefusal(refusal: TokenRefused): HttpError {
+  authRefusals.inc({ reason: refusal.reason });
+  return new HttpError(
+    403,
+    { 'WWW-Authenticate': refusalChallenge('invalid_token', refusal.message) },
+    { cause: refusal, reason: refusal.message },
+  );
+}
+
+/** A token without the scope an operation needs: 403 `insufficient_scope`, naming it. */
+function scopeRefusal(scope: Scope): HttpError {
+  authRefusals.inc({ reason: 'insufficient-scope' });
+  const description = `this operation needs the scope ${scope}`;
+  return new HttpError(
+    403,
+    { 'WWW-Authenticate': refusalChallenge('insufficient_scope', description, scope) },
+    { reason: description },
+  );
+}
+
+/**
+ * POST /api/user where issuance is closed, to a request without an API key: 403 with the bare
+ * challenge (it sent no credentials: RFC 6750 3 gives no error code), saying why in its reason.
+ */
+export function issuanceClosed(description: string): HttpError {
+  authRefusals.inc({ reason: 'token-endpoint-closed' });
+  return new HttpError(403, { 'WWW-Authenticate': BEARER_CHALLENGE }, { reason: description });
+}
+
+/** No token: 401 with the bare challenge (RFC 6750 3: no error code when the request had none). */
+function noToken(): HttpError {
+  authRefusals.inc({ reason: 'no-token' });
+  return new HttpError(401, { 'WWW-Authenticate': BEARER_CHALLENGE });
+}
+
+/**
  * The bearer token, the second word of the Authorization header
  * (docs/decisions.md#authorization-header): none is 401, one that fails verification 403, one
- * that cannot be judged (the identity provider's keys cannot be had) 503. What the token says of
- * who sent the request is attached to it (callerOf), as the specification attaches its payload.
+ * that cannot be judged (the identity provider's keys cannot be had) 503, one without the
+ * operation's scope 403. What the token says of who sent the request is attached to it
+ * (callerOf), as the specification attaches its payload.
  */
-async function authenticate(ctx: Koa.Context, tokens: Tokens): Promise<void> {
+async function authenticate(ctx: Koa.Context, tokens: Tokens, scope: Scope): Promise<void> {
   const token = ctx.get('Authorization').split(' ')[1];
-  if (!token) throw new HttpError(401, { 'WWW-Authenticate': BEARER_CHALLENGE });
+  if (!token) throw noToken();
+  let caller: Caller;
   try {
-    ctx.state.user = await tokens.verify(token);
+    caller = await tokens.verify(token);
   } catch (err) {
     if (err instanceof KeysUnavailable) throw new HttpError(503, {}, { cause: err });
-    throw new HttpError(403);
+    throw tokenRefusal(err instanceof TokenRefused ? err : new TokenRefused('malformed', { cause: err }));
   }
+  if (!caller.scopes.includes(scope)) throw scopeRefusal(scope);
+  ctx.state.user = caller;
 }
 
 /** Who sent a request of a route with a token (docs/decisions.md#who-a-caller-is). */
@@ -220,7 +268,7 @@ export function endpoint<Input, Deps>(route: Route<Input, Deps>, deps: Deps, che
   return async (ctx) => {
     // Whichever the answer, an error included: Accept chose between the page and the stream.
     if (route.eventStream) ctx.vary('Accept');
-    if (route.token) await authenticate(ctx, checks.tokens);
+    if (route.scope) await authenticate(ctx, checks.tokens, route.scope);
     const id = idOf(ctx);
     if (route.limit) await checks.limits.check(ctx, route.limit);
     const body = readsBody ? await readBody(ctx, invalid) : undefined;
@@ -241,6 +289,7 @@ export function endpoint<Input, Deps>(route: Route<Input, Deps>, deps: Deps, che
       await route.handle(ctx, input.value, { id, conditions }, deps);
     } catch (err) {
       if (isRejectedValue(err)) throw new HttpError(invalid, {}, { cause: err });
+      if (isRevokedKey(err)) throw tokenRefusal(new TokenRefused('revoked', { cause: err }));
       throw err;
     }
     // RFC 9110 13.1.1: a read whose If-Match does not hold for the tag of its answer is not made.

@@ -1,6 +1,7 @@
 import { type OutgoingHttpHeaders, STATUS_CODES } from 'node:http';
 import type Koa from 'koa';
 import { KeysUnavailable } from '../auth/provider';
+import { TokenRefused } from '../auth/refusal';
 import { isDatabaseUnavailable, isServerDown } from '../db/errors';
 import { WriteOutcomeUnknown } from '../db/pool';
 import type { Logger } from '../logger';
@@ -8,12 +9,16 @@ import { HEADERS, KEPT_ON_ERRORS } from './headers';
 
 /** Thrown by routes and middleware; the error middleware turns it into the bare status. */
 export class HttpError extends Error {
+  /** Said after the reason phrase in the plain-text body, where the status alone says too little (a refusal's why). */
+  readonly reason?: string;
+
   constructor(
     readonly status: number,
     readonly headers: Record<string, string> = {},
-    options?: ErrorOptions,
+    options?: ErrorOptions & { reason?: string },
   ) {
     super(STATUS_CODES[status] ?? String(status), options);
+    if (options?.reason !== undefined) this.reason = options.reason;
   }
 }
 
@@ -76,13 +81,16 @@ export function errorHandler(logger: Logger): Koa.Middleware {
         logger.debug({ err: (cause as Error).message }, 'database unavailable');
       } else if (cause instanceof WriteOutcomeUnknown || isDatabaseUnavailable(cause)) {
         logger.warn({ err: (cause as Error).message }, 'database unavailable');
+      } else if (cause instanceof TokenRefused) {
+        // The client's token: counted by reason (http_auth_refusals_total), not logged line by line.
       } else if (cause instanceof Error) {
         // A 503 of the service's own (a limit of this instance) says why; a 4xx, the value refused.
         logger.warn({ err: cause.message, status }, status >= 500 ? 'unavailable' : 'value refused by the database');
       }
       ctx.status = status;
       ctx.type = 'text/plain';
-      ctx.body = STATUS_CODES[status] ?? String(status);
+      const phrase = STATUS_CODES[status] ?? String(status);
+      ctx.body = err instanceof HttpError && err.reason !== undefined ? `${phrase}: ${err.reason}` : phrase;
       if (err instanceof HttpError) ctx.set(err.headers);
       if (status === 503) ctx.set('Retry-After', '1');
     }

@@ -32,6 +32,19 @@ const text: JsonSchema = { type: 'string' };
  */
 export const BEARER_CHALLENGE = 'Bearer realm="bike-catalog"';
 
+/**
+ * A refused token's challenge (RFC 6750 3.1): the error code, a description (its quoted-string
+ * holds no `"` or `\`, as RFC 6750 allows) and, for a scope the token lacks, the scope needed.
+ */
+export const refusalChallenge = (error: 'invalid_token' | 'insufficient_scope', description: string, scope?: string) =>
+  `${BEARER_CHALLENGE}, error="${error}", error_description="${description}"` +
+  (scope === undefined ? '' : `, scope="${scope}"`);
+
+/** What every challenge the service sends looks like (refusalChallenge, BEARER_CHALLENGE). */
+const CHALLENGE_PATTERN =
+  '^Bearer realm="bike-catalog"(, error="(invalid_token|insufficient_scope)", ' +
+  'error_description="[\\x20\\x21\\x23-\\x5B\\x5D-\\x7E]*"(, scope="[\\x21\\x23-\\x5B\\x5D-\\x7E]+( [\\x21\\x23-\\x5B\\x5D-\\x7E]+)*")?)?$';
+
 /** The content codings a request body may come in (RFC 9110, 12.5.3: a 415 names them). */
 export const ACCEPTED_CONTENT_CODINGS = 'gzip, deflate, br';
 
@@ -120,8 +133,12 @@ export const HEADERS = {
     example: 'priceRange.minPrice.amount',
   },
   'WWW-Authenticate': {
-    description: 'The challenge: a bearer token, from `POST /api/user`.',
-    schema: { type: 'string', const: BEARER_CHALLENGE },
+    description:
+      'The challenge (RFC 6750): on a 401, `Bearer realm="bike-catalog"` (no token was sent); on a 403, why the ' +
+      'token was refused, `error="invalid_token"` (expired, revoked, not signed by a key trusted here, malformed) ' +
+      'or `error="insufficient_scope"` with the `scope` needed, each with an `error_description`.',
+    schema: { type: 'string', pattern: CHALLENGE_PATTERN },
+    example: `${BEARER_CHALLENGE}, error="insufficient_scope", error_description="this operation needs the scope bikes:delete", scope="bikes:delete"`,
     always: true,
   },
   'Accept-Encoding': {
@@ -177,6 +194,7 @@ export const EVERY_ANSWER: HeaderName[] = ['X-Request-Id'];
 export const ERROR_HEADERS: Partial<Record<number, HeaderName[]>> = {
   400: ['X-Invalid-Field'],
   401: ['WWW-Authenticate'],
+  403: ['WWW-Authenticate'],
   409: ['Retry-After'],
   415: ['Accept-Encoding'],
   429: ['Retry-After'],

@@ -214,7 +214,7 @@ export function openApiDocument(api: ApiDescription) {
     paths[urlPath][route.method] = {
       tags: [api.tagOf(route)],
       operationId,
-      security: route.token ? [{ bearerAuth: [] }] : [],
+      security: route.scope ? [{ bearerAuth: [route.scope] }] : [],
       summary: route.summary,
       ...(route.description && { description: route.description }),
       ...(parameters.length > 0 && { parameters }),

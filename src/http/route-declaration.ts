@@ -1,5 +1,6 @@
 import type { RouterContext } from '@koa/router';
 import type * as yup from 'yup';
+import type { Scope } from '../auth/scopes';
 import type { HeaderName } from './headers';
 import type { JsonSchema } from './json-schema';
 import type { LimitKind } from './limits';
@@ -18,8 +19,11 @@ export interface RouteDeclaration<Input> {
   path: string;
   summary: string;
   description?: string;
-  /** A bearer token is needed: it is checked before anything else, the body included (401, 403). */
-  token?: boolean;
+  /**
+   * A bearer token with this scope is needed (docs/decisions.md#scopes): it is checked before
+   * anything else, the body included (401 without one; 403 for one refused, or without the scope).
+   */
+  scope?: Scope;
   /**
    * What the handler gets: a yup object of `body` (a route that has one reads the request body,
    * docs/decisions.md#bodies), `query` (the query string's parameters) and `headers` (those the

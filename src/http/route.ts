@@ -31,7 +31,7 @@ export function headersOf(route: RouteDeclaration<unknown>) {
   const limits: HeaderName[] = limited ? ['RateLimit-Policy', 'RateLimit'] : [];
   const request: HeaderName[] = [
     ...EVERY_ANSWER,
-    ...(route.token ? (['Authorization'] as const) : []),
+    ...(route.scope ? (['Authorization'] as const) : []),
     ...(hasBody(route) ? (['Content-Type', 'Content-Encoding'] as const) : []),
     ...(read ? (['X-Read-From'] as const) : []),
     ...(hasValidators(route) ? (['If-None-Match', 'If-Match'] as const) : []),

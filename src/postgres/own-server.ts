@@ -1,8 +1,7 @@
-import fs from 'node:fs';
 import net from 'node:net';
-import os from 'node:os';
 import type { Client, ClientConfig } from 'pg';
 import { GuardedClient, UnusableServerError } from '../pg-client';
+import { uidOfServerEnd } from '../socket-owner';
 
 /**
  * Connections to the embedded server give its passwords only to a server proved to be ours
@@ -10,37 +9,14 @@ import { GuardedClient, UnusableServerError } from '../pg-client';
  * one we are about to start on, may meanwhile be held by another local user, who would be
  * answered with the cluster's superuser password.
  *
- * 1. The server side of the very connection was made by the user who runs our cluster: on Linux,
- *    /proc/net/tcp lists each socket with the uid that created it, and a socket accepted by a
- *    listener carries the listener's. Checked when the server first asks us to authenticate,
+ * 1. The server side of the very connection was made by the user who runs our cluster
+ *    (uidOfServerEnd, src/socket-owner.ts). Checked when the server first asks us to authenticate,
  *    before anything secret is sent, so no other listener can slip in between check and use.
  * 2. SCRAM-SHA-256 only, finished: our cluster is made with --auth=scram-sha-256. A request for
  *    the password in clear or as MD5 is refused, and so is a server that lets us in without
  *    SCRAM's final message (whose signature pg checks: it needs our verifier), or says anything
  *    else first: an error, or "ready" without asking us to authenticate at all.
  */
-
-/** /proc/net/tcp's form of an IPv4 address and port: the address as a native-endian word, both in hex. */
-function procNetAddress(address: string, port: number): string {
-  const bytes = Buffer.from(address.split('.').map(Number));
-  const word = os.endianness() === 'LE' ? bytes.readUInt32LE() : bytes.readUInt32BE();
-  const hex = (value: number, digits: number) => value.toString(16).toUpperCase().padStart(digits, '0');
-  return `${hex(word, 8)}:${hex(port, 4)}`;
-}
-
-/** The uid that made the server's end of this TCP connection (IPv4), or undefined when it is not listed. */
-function uidOfServerEnd(socket: net.Socket): number | undefined {
-  const { localAddress, localPort, remoteAddress, remotePort } = socket;
-  if (!localAddress || !localPort || !remoteAddress || !remotePort) return undefined;
-  // The server's end has our remote address as its local one, and ours as its remote one.
-  const serverEnd = `${procNetAddress(remoteAddress, remotePort)} ${procNetAddress(localAddress, localPort)}`;
-  for (const line of fs.readFileSync('/proc/net/tcp', 'utf8').split('\n')) {
-    // sl local_address rem_address st tx_queue:rx_queue tr:tm->when retrnsmt uid ...
-    const fields = line.trim().split(/\s+/);
-    if (`${fields[1]} ${fields[2]}` === serverEnd) return Number(fields[7]);
-  }
-  return undefined;
-}
 
 /** Why this connection's server cannot be proved to run as `uid`; undefined when it is proved. */
 function unprovedBecause(stream: unknown, uid: number | undefined): string | undefined {

@@ -158,7 +158,11 @@ describe('authentication', () => {
     });
 
     it('answers a plain-text reason phrase', async () => {
-      expectPlainError(await api.request('POST', '/bikes/', { json: newBike(), token: 'garbage' }), 403, 'Forbidden');
+      expectPlainError(
+        await api.request('POST', '/bikes/', { json: newBike(), token: 'garbage' }),
+        403,
+        'Forbidden: the token is malformed or lacks a claim this service requires',
+      );
       expectPlainError(await api.request('POST', '/bikes/', { json: newBike(), token: null }), 401, 'Unauthorized');
     });
   });

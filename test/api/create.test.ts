@@ -291,7 +291,7 @@ describe('POST /bikes/ (create)', () => {
 
     it('with a bad token and an invalid body it answers 403, not 400', async () => {
       const res = await api.request('POST', '/bikes/', { json: {}, token: 'not.a.token' });
-      expectPlainError(res, 403, 'Forbidden');
+      expectPlainError(res, 403, 'Forbidden: the token is malformed or lacks a claim this service requires');
     });
 
     it('with a bad token it stores nothing', async () => {

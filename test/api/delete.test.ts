@@ -86,7 +86,7 @@ describe('DELETE /bikes/<id>', () => {
       expectPlainError(
         await api.request('DELETE', `/bikes/${bike.id}`, { token: `${api.token.slice(0, -2)}xx` }),
         403,
-        'Forbidden',
+        'Forbidden: the token is not signed by a key this service trusts',
       );
       expect(await api.find(bike.id)).toEqual(bike);
     });

@@ -174,7 +174,11 @@ describe('HTTP behaviour shared by every route', () => {
       async (method, path) => {
         const json = method === 'DELETE' ? undefined : { ...newBike(), id: 'all', handle: 'all' };
         expectPlainError(await api.request(method, path, { json, token: null }), 401, 'Unauthorized');
-        expectPlainError(await api.request(method, path, { json, token: 'bad' }), 403, 'Forbidden');
+        expectPlainError(
+          await api.request(method, path, { json, token: 'bad' }),
+          403,
+          'Forbidden: the token is malformed or lacks a claim this service requires',
+        );
         expectPlainError(await api.request(method, path, { json }), 404, 'Not Found');
       },
     );
@@ -256,7 +260,11 @@ describe('HTTP behaviour shared by every route', () => {
       ['DELETE', '/bikes/%'],
     ])('%s %s without a token answers 401, with a bad one 403', async (method, path) => {
       expectPlainError(await api.request(method, path, { token: null }), 401, 'Unauthorized');
-      expectPlainError(await api.request(method, path, { token: 'bad' }), 403, 'Forbidden');
+      expectPlainError(
+        await api.request(method, path, { token: 'bad' }),
+        403,
+        'Forbidden: the token is malformed or lacks a claim this service requires',
+      );
     });
 
     it('POST /bikes/%ZZ, a method no /bikes/<id> route serves, on a path that names nothing, is 404', async () => {
@@ -269,7 +277,11 @@ describe('HTTP behaviour shared by every route', () => {
       expectPlainError(await api.request('GET', `/bikes/${unknownId()}`), 404, 'Not Found');
       expectPlainError(await api.request('POST', '/bikes/', { json: {} }), 400, 'Bad Request');
       expectPlainError(await api.request('POST', '/bikes/', { json: {}, token: null }), 401, 'Unauthorized');
-      expectPlainError(await api.request('POST', '/bikes/', { json: {}, token: 'bad' }), 403, 'Forbidden');
+      expectPlainError(
+        await api.request('POST', '/bikes/', { json: {}, token: 'bad' }),
+        403,
+        'Forbidden: the token is malformed or lacks a claim this service requires',
+      );
       expectPlainError(await api.request('POST', '/bikes/all'), 405, 'Method Not Allowed');
     });
   });

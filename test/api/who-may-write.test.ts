@@ -103,7 +103,7 @@ describe('TOKEN_ISSUANCE=closed, with an identity provider', () => {
       const res = await client(closed.baseUrl).request('POST', '/api/user', options);
       expect(res.status).toBe(403);
       expect(res.headers.get('content-type')).toMatch(/^text\/plain/);
-      expect(await res.text()).toBe('Forbidden');
+      expect(await res.text()).toMatch(/^Forbidden: token issuance is closed \(TOKEN_ISSUANCE=closed\)/);
     });
 
     it('is documented so in /openapi.json', async () => {
@@ -157,6 +157,9 @@ describe('TOKEN_ISSUANCE=closed, with an identity provider', () => {
       ['a token of the provider without exp', () => rsa.sign({ exp: undefined })],
       ['a token of the provider without sub', () => rsa.sign({ sub: undefined })],
       ['a token of the provider with an empty sub', () => rsa.sign({ sub: '' })],
+      ['a token of the provider whose sub is a number', () => rsa.sign({ sub: 42 })],
+      ['a token of the provider whose sub is an object', () => ec.sign({ sub: { name: 'admin' } })],
+      ['a token of the provider whose sub is an array', () => rsa.sign({ sub: ['admin'] })],
       ["alg none with the provider's claims", () => `${part({ alg: 'none', typ: 'JWT' })}.${part(providerClaims())}.`],
       [
         "HS256 signed with the provider's RSA public key, PEM (algorithm confusion)",
@@ -360,23 +363,55 @@ describe("the identity provider's key set", () => {
 
 describe('the settings of who may write', () => {
   const provider = { JWT_JWKS_URL: 'https://id.shop.example/jwks.json', JWT_ISSUER: ISSUER, JWT_AUDIENCE: AUDIENCE };
-  const HTTPS_ONLY =
-    'JWT_JWKS_URL must be an https:// URL (http:// only to this machine: 127.0.0.1, ::1, localhost), got';
+  const HTTPS_ONLY = 'JWT_JWKS_URL must be an https:// URL (http:// only to this machine: 127.0.0.1 or localhost), got';
 
   it.each([
     ['an unknown TOKEN_ISSUANCE', { TOKEN_ISSUANCE: 'shut' }, 'TOKEN_ISSUANCE must be open or closed, got "shut"'],
     [
       'JWT_JWKS_URL without JWT_ISSUER',
       { ...provider, JWT_ISSUER: '' },
-      "JWT_ISSUER must be set with JWT_JWKS_URL: the identity provider's tokens are accepted only with the issuer and audience they must carry",
+      "JWT_ISSUER must be set with JWT_JWKS_URL or JWT_JWKS_FILE: the identity provider's tokens are accepted only with the issuer and audience they must carry",
     ],
     [
       'JWT_JWKS_URL without JWT_AUDIENCE',
       { ...provider, JWT_AUDIENCE: '' },
-      "JWT_AUDIENCE must be set with JWT_JWKS_URL: the identity provider's tokens are accepted only with the issuer and audience they must carry",
+      "JWT_AUDIENCE must be set with JWT_JWKS_URL or JWT_JWKS_FILE: the identity provider's tokens are accepted only with the issuer and audience they must carry",
     ],
-    ['JWT_ISSUER alone', { JWT_ISSUER: ISSUER }, 'JWT_ISSUER goes with JWT_JWKS_URL, which is not set'],
-    ['JWT_AUDIENCE alone', { JWT_AUDIENCE: AUDIENCE }, 'JWT_AUDIENCE goes with JWT_JWKS_URL, which is not set'],
+    [
+      'JWT_ISSUER alone',
+      { JWT_ISSUER: ISSUER },
+      'JWT_ISSUER goes with JWT_JWKS_URL or JWT_JWKS_FILE, neither of which is set',
+    ],
+    [
+      'JWT_AUDIENCE alone',
+      { JWT_AUDIENCE: AUDIENCE },
+      'JWT_AUDIENCE goes with JWT_JWKS_URL or JWT_JWKS_FILE, neither of which is set',
+    ],
+    [
+      'JWT_JWKS_URL and JWT_JWKS_FILE both',
+      { ...provider, JWT_JWKS_FILE: '/etc/hostname' },
+      'JWT_JWKS_URL and JWT_JWKS_FILE are both set: set one of them',
+    ],
+    [
+      'a JWT_JWKS_FILE that is not an absolute path',
+      { ...provider, JWT_JWKS_URL: '', JWT_JWKS_FILE: 'jwks.json' },
+      'JWT_JWKS_FILE must name an existing file by its absolute path, got "jwks.json"',
+    ],
+    [
+      'JWT_JWKS_OWNER with an https:// key set',
+      { ...provider, JWT_JWKS_OWNER: 'nobody' },
+      'JWT_JWKS_OWNER goes with an http:// JWT_JWKS_URL',
+    ],
+    [
+      'JWT_JWKS_OWNER naming no user',
+      { ...provider, JWT_JWKS_URL: 'http://127.0.0.1:8080/jwks.json', JWT_JWKS_OWNER: 'no-such-user-here' },
+      'JWT_JWKS_OWNER: there is no user "no-such-user-here"',
+    ],
+    [
+      'an http:// JWT_JWKS_URL to ::1 (whose listener cannot be proved)',
+      { ...provider, JWT_JWKS_URL: 'http://[::1]:8080/jwks.json' },
+      `${HTTPS_ONLY} "http://[::1]:8080/jwks.json"`,
+    ],
     [
       'an http:// JWT_JWKS_URL to another machine',
       { ...provider, JWT_JWKS_URL: 'http://10.0.0.5/jwks.json' },
@@ -404,14 +439,26 @@ describe('the settings of who may write', () => {
   });
 
   it.each([
-    'http://127.0.0.1:8080/jwks.json',
-    'http://127.1.2.3/jwks.json',
-    'http://localhost/jwks.json',
-    'http://[::1]:8080/jwks.json',
-    'https://id.shop.example/.well-known/jwks.json',
-  ])('takes the key set at %s (https://, or http:// to this machine)', (url) => {
-    const config = readConfig({ JWT_SECRET: randomBytes(32).toString('base64url'), ...provider, JWT_JWKS_URL: url });
-    expect(config.identityProvider).toEqual({ jwksUrl: new URL(url), issuer: ISSUER, audience: AUDIENCE });
-    expect(config.tokenIssuance).toBe('open');
-  });
+    ['http://127.0.0.1:8080/jwks.json', {}, [0]],
+    ['http://127.1.2.3/jwks.json', {}, [0]],
+    ['http://localhost/jwks.json', { JWT_JWKS_OWNER: 'nobody' }, [0, 65534]],
+    ['http://localhost/jwks.json', { JWT_JWKS_OWNER: '1234' }, [0, 1234]],
+    ['https://id.shop.example/.well-known/jwks.json', {}, []],
+  ])(
+    'takes the key set at %s (https://, or http:// to this machine from a listener of root or the owner named)',
+    (url, env, owners) => {
+      const config = readConfig({
+        JWT_SECRET: randomBytes(32).toString('base64url'),
+        ...provider,
+        JWT_JWKS_URL: url,
+        ...env,
+      });
+      expect(config.identityProvider).toEqual({
+        keySet: { url: new URL(url), owners },
+        issuer: ISSUER,
+        audience: AUDIENCE,
+      });
+      expect(config.tokenIssuance).toBe('open');
+    },
+  );
 });

@@ -152,9 +152,11 @@ describe('the client against the service', () => {
       expect((await all()).filter(({ id }) => id === bike.id)).toHaveLength(1);
     });
 
-    it('throws RequestError (403) when the token it was given is refused again', async () => {
+    it('throws InvalidTokenError, a RequestError (403), when the token it was given is refused again', async () => {
       const catalog = catalogOf({ token: 'not-a-token' });
-      await expect(catalog.create(newBike())).rejects.toMatchObject({ name: 'RequestError', status: 403 });
+      const refused = catalog.create(newBike());
+      await expect(refused).rejects.toMatchObject({ name: 'InvalidTokenError', status: 403 });
+      await expect(refused).rejects.toBeInstanceOf(RequestError);
     });
   });
 

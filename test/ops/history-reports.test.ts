@@ -202,7 +202,8 @@ describe('history reports over bike_changes', () => {
       for (const [, name] of names.matchAll(/`(\w+)`/g)) documented[name] = type.trim();
     }
     const { rows } = await db.query<{ column_name: string; data_type: string }>(
-      `SELECT column_name, data_type FROM information_schema.columns
+      `SELECT column_name, CASE data_type WHEN 'ARRAY' THEN format_type(udt_name::regtype, NULL) ELSE data_type END AS data_type
+         FROM information_schema.columns
         WHERE table_schema = 'public' AND table_name = 'bike_changes'`,
     );
     const names: Row = { 'timestamp with time zone': 'timestamptz' };

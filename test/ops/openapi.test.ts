@@ -7,7 +7,8 @@ import { createTokens } from '../../src/auth/tokens';
 import { bikeFields, patch, replacement } from '../../src/bikes/bike';
 import { validate } from '../support/validate';
 import { createBikeRepository } from '../../src/bikes/repository';
-import { connectPool, queryOn } from '../../src/db/pool';
+import { apiKeys } from '../../src/db/api-keys';
+import { connectPool, queryOn, writeOn } from '../../src/db/pool';
 import { sharedLimit } from '../../src/db/rate-limits';
 import { databaseReadiness } from '../../src/db/readiness';
 import { liveFeed } from '../../src/feed/live';
@@ -87,7 +88,8 @@ const ALLOWED_STATUSES: Record<string, number[]> = {
   replaceBike: withListener(200, 401, 403, 404, 412, 415, 429, 503, 504),
   updateBike: withListener(200, 401, 403, 404, 412, 415, 429, 503, 504),
   deleteBike: withListener(200, 401, 403, 404, 412, 429, 503, 504),
-  issueToken: withListener(200, 403, 415, 429),
+  // 503 and 504: trading an API key reads and marks it in the database (docs/decisions.md#api-keys).
+  issueToken: withListener(200, 403, 415, 429, 503, 504),
   // For operators and the docs page (src/http/health-router.ts, docs-router.ts).
   liveness: withListener(200),
   readiness: withListener(200, 503),
@@ -157,6 +159,7 @@ describe('GET /openapi.json', () => {
         catalogIdentity: () => 'a-catalog',
         cursors: cursors(svc.jwtSecret),
         tokens: createTokens(svc.jwtSecret),
+        keys: apiKeys(writeOn(pool)),
         logger: pino({ level: 'silent' }),
         readiness: databaseReadiness(pool),
         limits: abuseLimits(
@@ -208,20 +211,41 @@ describe('GET /openapi.json', () => {
         security: [],
       });
     }
+    // Each with the scope it needs (docs/decisions.md#scopes).
+    const scopes = Object.fromEntries(
+      operations(document)
+        .filter(({ operation: op }) => op.security?.length)
+        .map(({ operation: op }) => [op.operationId, op.security]),
+    );
+    expect(scopes).toEqual({
+      createBike: [{ bearerAuth: ['bikes:write'] }],
+      replaceBike: [{ bearerAuth: ['bikes:write'] }],
+      updateBike: [{ bearerAuth: ['bikes:write'] }],
+      deleteBike: [{ bearerAuth: ['bikes:delete'] }],
+    });
     for (const { operation: op } of operations(document).filter(({ operation: op }) => op.security?.length)) {
-      expect(op.security).toEqual([{ bearerAuth: [] }]);
       expect(Object.keys(op.responses)).toEqual(expect.arrayContaining(['401', '403']));
     }
   });
 
-  it('documents WWW-Authenticate on every 401, as the service sends it', () => {
+  it('documents WWW-Authenticate on every 401 and 403, as the service sends it (docs/decisions.md#refusals)', () => {
     const protectedOperations = operations(document).filter(({ operation: op }) => op.responses['401']);
     expect(protectedOperations).toHaveLength(4);
-    for (const { operation: op } of protectedOperations) {
-      expect({ operationId: op.operationId, headers: op.responses['401'].headers }).toMatchObject({
-        operationId: op.operationId,
-        headers: { 'WWW-Authenticate': { schema: { type: 'string', const: 'Bearer realm="bike-catalog"' } } },
-      });
+    for (const { operation: op } of [
+      ...protectedOperations,
+      ...operations(document).filter(({ operation: op }) => op.operationId === 'issueToken'),
+    ]) {
+      for (const status of ['401', '403'].filter((status) => op.responses[status])) {
+        const headers = op.responses[status].headers as Record<string, { schema: { pattern: string } }> | undefined;
+        const schema = headers?.['WWW-Authenticate']?.schema;
+        expect(new RegExp(schema?.pattern ?? '^$').test('Bearer realm="bike-catalog"')).toBe(true);
+        expect(
+          new RegExp(schema?.pattern ?? '^$').test(
+            'Bearer realm="bike-catalog", error="insufficient_scope", error_description="needs it", scope="bikes:delete"',
+          ),
+        ).toBe(true);
+        expect(new RegExp(schema?.pattern ?? '^$').test('Basic realm="x"')).toBe(false);
+      }
     }
   });
 
@@ -443,7 +467,8 @@ describe('GET /openapi.json', () => {
         expect(res.headers.get('content-type')).toMatch(/^text\/plain/);
         const phrase = await res.text();
         const content = documented[String(res.status)].content as Record<string, { example: string }>;
-        expect(phrase).toBe(content['text/plain'].example);
+        // The reason phrase, and for a refusal why after it (docs/decisions.md#refusals).
+        expect(phrase.replace(/^(Forbidden): .*$/, '$1')).toBe(content['text/plain'].example);
       }
       expectHeadersDocumented(probe, [...res.headers.keys()], documented[String(res.status)]);
     }

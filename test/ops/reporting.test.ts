@@ -328,6 +328,6 @@ describe("docs/reporting.md's queries", () => {
     const blocks = [...guide.matchAll(/```sql\n([\s\S]*?)```/g)].map(([, sql]) => sql);
     const files = fs.readdirSync(REPORTS).map((name) => fs.readFileSync(path.join(REPORTS, name), 'utf8'));
     expect(blocks.sort()).toEqual(files.sort());
-    expect(files.length).toBe(8);
+    expect(files.length).toBe(9);
   });
 });

@@ -66,13 +66,26 @@ describe('npm run token', () => {
     expect({ code, stderr }).toEqual({ code: 0, stderr: '' });
     expect(stdout).toMatch(/^[\w-]+\.[\w-]+\.[\w-]+\n$/);
     const payload = jwt.verify(stdout.trim(), svc.jwtSecret, { algorithms: ['HS256'] }) as jwt.JwtPayload;
-    expect(Object.keys(payload).sort()).toEqual(['exp', 'iat', 'iss', 'jti', 'username']);
-    expect(payload).toMatchObject({ username: 'ops-sync', iss: OPERATOR_ISSUER });
+    expect(Object.keys(payload).sort()).toEqual(['exp', 'iat', 'iss', 'jti', 'scope', 'username']);
+    // Every scope when --scopes is absent (docs/decisions.md#scopes).
+    expect(payload).toMatchObject({ username: 'ops-sync', iss: OPERATOR_ISSUER, scope: 'bikes:write bikes:delete' });
     expect(payload.iat).toBeGreaterThanOrEqual(before);
     expect(payload.exp).toBe((payload.iat as number) + 120);
     const api = client(svc.baseUrl, stdout.trim());
     const bike = await api.create(newBike());
     expect((await api.request('DELETE', `/bikes/${bike.id}`)).status).toBe(200);
+  });
+
+  it('with --scopes, the token carries those scopes only: a bikes:write token may not delete (403 insufficient_scope)', async () => {
+    const { code, stdout } = await token(['--username', 'ops', '--scopes', 'bikes:write'], env);
+    expect(code).toBe(0);
+    expect(jwt.decode(stdout.trim())).toMatchObject({ scope: 'bikes:write' });
+    const api = client(svc.baseUrl, stdout.trim());
+    const bike = await api.create(newBike());
+    const res = await api.request('DELETE', `/bikes/${bike.id}`);
+    expect(res.status).toBe(403);
+    expect(res.headers.get('www-authenticate')).toContain('error="insufficient_scope"');
+    expect((await token(['--username', 'ops', '--scopes', 'bikes:everything'], env)).code).toBe(2);
   });
 
   it('without --ttl, the token lives 1800 s; each run prints another token', async () => {

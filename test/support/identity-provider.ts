@@ -20,7 +20,7 @@ export interface ProviderKey {
   /** Its public key in PEM, what an attacker would sign an HS256 token with. */
   publicPem: string;
   /**
-   * A token signed with this key: issuer, audience, a subject, iat now and exp in 10 minutes,
+   * A token signed with this key: issuer, audience, a subject, iat now and exp in 10 minutes, every scope,
    * with `claims` laid over them (a claim set to undefined is left out), and `header` over its
    * alg and kid.
    */
@@ -38,9 +38,15 @@ export async function providerKey(alg: ProviderKey['alg'], kid: string = randomU
     sign(claims = {}, header = {}) {
       const now = Math.floor(Date.now() / 1000);
       const payload = Object.fromEntries(
-        Object.entries({ iss: ISSUER, aud: AUDIENCE, sub: 'shop-sync', iat: now, exp: now + 600, ...claims }).filter(
-          ([, value]) => value !== undefined,
-        ),
+        Object.entries({
+          iss: ISSUER,
+          aud: AUDIENCE,
+          sub: 'shop-sync',
+          iat: now,
+          exp: now + 600,
+          scope: 'bikes:write bikes:delete',
+          ...claims,
+        }).filter(([, value]) => value !== undefined),
       ) as JWTPayload;
       return new SignJWT(payload).setProtectedHeader({ alg, kid, typ: 'JWT', ...header }).sign(privateKey);
     },

@@ -1,6 +1,7 @@
-import { spawn } from 'node:child_process';
+import { type ChildProcessByStdio, spawn } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import type { Readable } from 'node:stream';
 import { tempDataDir } from './temp-dir';
 import { waitFor } from './wait';
 
@@ -125,14 +126,19 @@ export interface Neighbour {
   stop(): Promise<Buffer[]>;
 }
 
-export async function neighbourListeningOn(port: number, answers: Answers): Promise<Neighbour> {
-  const child = spawn(nodeNobodyCanRun(), ['-e', SCRIPT, String(port), answers], {
+/** `script` run by node as `nobody`, with `args` (process.argv.slice(1)); its stdout piped. */
+export function spawnAsNobody(script: string, args: string[]): ChildProcessByStdio<null, Readable, null> {
+  return spawn(nodeNobodyCanRun(), ['-e', script, ...args], {
     uid: NOBODY,
     gid: NOBODY,
     cwd: '/',
     env: {},
     stdio: ['ignore', 'pipe', 'inherit'],
   });
+}
+
+export async function neighbourListeningOn(port: number, answers: Answers): Promise<Neighbour> {
+  const child = spawnAsNobody(SCRIPT, [String(port), answers]);
   const heard = new Map<string, Buffer>();
   let listening = false;
   let rest = '';
