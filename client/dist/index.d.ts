@@ -307,6 +307,26 @@ interface paths {
         patch?: never;
         trace?: never;
     };
+    "/bikes/facets": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Facet counts, the total and the price range of GET /bikes's filters
+         * @description How many bikes pass every filter and `q` (`total`), each facet of `facets` with its values and their counts, each counted with every filter but that facet's own (a selected value listed even at 0), and per currency the lowest and highest minimum price, with every filter but the price range.
+         */
+        get: operations["bikeFacets"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/bikes/all": {
         parameters: {
             query?: never;
@@ -424,7 +444,7 @@ interface paths {
         put?: never;
         /**
          * Create a bike
-         * @description The server makes the id (UUID v4) and the handle (from the title); a body id or handle is ignored. `POST /bikes` is the same route.
+         * @description The server makes the id (UUID v4) and the handle (from the title); a body id or handle is ignored. A field the bike does not have is ignored too: not stored, not returned. `POST /bikes` is the same route.
          */
         post: operations["createBike"];
         delete?: never;
@@ -676,15 +696,20 @@ interface operations {
         parameters: {
             query?: {
                 /**
-                 * @description Only this vendor (the whole string, case-sensitive).
-                 * @example Sentra Cycles
+                 * @description Only this vendor (the whole string, case-sensitive); repeated, any of them.
+                 * @example [
+                 *       "Sentra Cycles",
+                 *       "Trek"
+                 *     ]
                  */
-                vendor?: string;
+                vendor?: string[];
                 /**
-                 * @description Only this product type (the whole string, case-sensitive).
-                 * @example Hybrid
+                 * @description Only this product type (the whole string, case-sensitive); repeated, any of them.
+                 * @example [
+                 *       "Hybrid"
+                 *     ]
                  */
-                productType?: string;
+                productType?: string[];
                 /**
                  * @description `true` or `false`.
                  * @example true
@@ -696,10 +721,12 @@ interface operations {
                  */
                 inStock?: boolean;
                 /**
-                 * @description The minimum price's currency code; required with `minPrice` or `maxPrice`.
-                 * @example USD
+                 * @description The minimum price's currency code; repeated, any of them; required with `minPrice` or `maxPrice`.
+                 * @example [
+                 *       "USD"
+                 *     ]
                  */
-                currency?: string;
+                currency?: string[];
                 /**
                  * @description The minimum price at least this (in `currency`).
                  * @example 100
@@ -716,10 +743,15 @@ interface operations {
                  */
                 titleContains?: string;
                 /**
-                 * @description The order: `created` (insertion order, the default), `title` (its first 200 characters, by code point), `price` (by currency, then minimum price), `updatedAt` (when last changed); `-` before any reverses it. Ties go by insertion order.
+                 * @description A shopper's words, at most 200 characters: every word in the title, vendor, product type or description, in any case, accents ignored; a word of 5 to 8 letters with one typo, of 9 or more with two; the last word also as a prefix. Empty: as if not sent.
+                 * @example moutain bik
+                 */
+                q?: string;
+                /**
+                 * @description The order: `created` (insertion order, the default), `title` (its first 200 characters, by code point), `price` (by currency, then minimum price), `updatedAt` (when last changed); `-` before any of these reverses it; `relevance` (with `q` alone, and its default): every word as given before typos, title before vendor, product type and description. Ties go by insertion order.
                  * @example price
                  */
-                sort?: "created" | "-created" | "title" | "-title" | "price" | "-price" | "updatedAt" | "-updatedAt";
+                sort?: "created" | "-created" | "title" | "-title" | "price" | "-price" | "updatedAt" | "-updatedAt" | "relevance";
                 /**
                  * @description Bikes per page, 1 to 250; 24 when absent.
                  * @example 24
@@ -814,7 +846,262 @@ interface operations {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
                     "X-Request-Id"?: string;
                     /**
-                     * @description The first field that failed, in the order of its schema: its dotted path in the body as sent (`priceRange.minPrice.amount`), or the name of the query parameter (`query`) or request header (`idempotency-key`). Absent when the body fails as a whole: malformed JSON, not an object, a media type or charset that cannot be read, or a value the database refuses.
+                     * @description The first field that failed, in the order of its schema: its dotted path in the body as sent (`priceRange.minPrice.amount`), `query.` and the name of the query parameter (`query.q`), or the request header (`idempotency-key`). Absent when the body fails as a whole: malformed JSON, not an object, a media type or charset that cannot be read, or a value the database refuses.
+                     * @example priceRange.minPrice.amount
+                     */
+                    "X-Invalid-Field"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example Bad Request */
+                    "text/plain": string;
+                };
+            };
+            /** @description The request line and headers took over 10 s, or the whole request over 30 s; the connection closes. */
+            408: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A precondition failed (If-Match names another state of the bike, or none; If-None-Match: * and the bike exists, or it names the state the bike is in). Nothing changed. */
+            412: {
+                headers: {
+                    /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
+                    "X-Request-Id": string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example Precondition Failed */
+                    "text/plain": string;
+                };
+            };
+            /** @description Before any route: chunk extensions over the parser's limit; the connection closes. */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description An Expect other than `100-continue`: it cannot be met. */
+            417: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description The request headers are larger than 256 KB; the connection closes. */
+            431: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description What the service needs is not answering (the database; for a token of the identity provider, its key set), and nothing was written; retry after Retry-After seconds. */
+            503: {
+                headers: {
+                    /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
+                    "X-Request-Id": string;
+                    /** @description Seconds to wait before trying again. */
+                    "Retry-After": number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /** @example Service Unavailable */
+                    "text/plain": string;
+                };
+            };
+        };
+    };
+    bikeFacets: {
+        parameters: {
+            query?: {
+                /**
+                 * @description Only this vendor (the whole string, case-sensitive); repeated, any of them.
+                 * @example [
+                 *       "Sentra Cycles",
+                 *       "Trek"
+                 *     ]
+                 */
+                vendor?: string[];
+                /**
+                 * @description Only this product type (the whole string, case-sensitive); repeated, any of them.
+                 * @example [
+                 *       "Hybrid"
+                 *     ]
+                 */
+                productType?: string[];
+                /**
+                 * @description `true` or `false`.
+                 * @example true
+                 */
+                availableForSale?: boolean;
+                /**
+                 * @description `true`: totalInventory above 0; `false`: 0 or less.
+                 * @example true
+                 */
+                inStock?: boolean;
+                /**
+                 * @description The minimum price's currency code; repeated, any of them; required with `minPrice` or `maxPrice`.
+                 * @example [
+                 *       "USD"
+                 *     ]
+                 */
+                currency?: string[];
+                /**
+                 * @description The minimum price at least this (in `currency`).
+                 * @example 100
+                 */
+                minPrice?: number;
+                /**
+                 * @description The minimum price at most this (in `currency`).
+                 * @example 1000
+                 */
+                maxPrice?: number;
+                /**
+                 * @description The title contains this text (case-sensitive; `%`, `_` and `\` match themselves).
+                 * @example Hybrid
+                 */
+                titleContains?: string;
+                /**
+                 * @description A shopper's words, at most 200 characters: every word in the title, vendor, product type or description, in any case, accents ignored; a word of 5 to 8 letters with one typo, of 9 or more with two; the last word also as a prefix. Empty: as if not sent.
+                 * @example moutain bik
+                 */
+                q?: string;
+                /**
+                 * @description The facets to count, a comma list of `vendor`, `productType`, `availableForSale`, `inStock`, `currency`; all when absent.
+                 * @example vendor,productType
+                 */
+                facets?: string;
+            };
+            header?: {
+                /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
+                "X-Request-Id"?: string;
+                /**
+                 * @description A list; an element `primary` reads from the primary database, to see your own writes at once. Other values are ignored.
+                 * @example primary
+                 */
+                "X-Read-From"?: string;
+                /** @description On a read: the ETag of the copy you have; 304, with no body, while it is current. On a write: `*`, write only if there is no such bike (on PUT: create only); or tags, write only if the bike is in none of their states. Otherwise 412. */
+                "If-None-Match"?: string;
+                /** @description Write only if the bike is in this state: its strong ETag, from a read or a write (a list of them, or `*` for any state). Compared strongly: a weak tag never matches. Otherwise 412 and nothing changes. */
+                "If-Match"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The total, the facets and the price ranges */
+            200: {
+                headers: {
+                    /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
+                    "X-Request-Id": string;
+                    /** @description `no-cache`: revalidate before using a stored copy; `no-store` on the change feed: keep none. */
+                    "Cache-Control"?: string;
+                    /** @description Only while the primary cannot be reached and a replica answers: `as-of=<ISO time of the newest commit the replica has>; age=<seconds since>`, or `unknown`. The answer may miss later writes. */
+                    "X-Stale"?: string;
+                    /** @description This representation's ETag: strong for a bike (one state of it: send it in If-Match), weak for a list. A compressed answer's strong tag ends in its coding (`-gzip"`, `-br"`) and stands for the same state. */
+                    ETag?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "total": 312,
+                     *       "facets": {
+                     *         "vendor": [
+                     *           {
+                     *             "value": "Trek",
+                     *             "count": 120,
+                     *             "selected": true
+                     *           },
+                     *           {
+                     *             "value": "Giant",
+                     *             "count": 95,
+                     *             "selected": false
+                     *           }
+                     *         ]
+                     *       },
+                     *       "prices": [
+                     *         {
+                     *           "currency": "USD",
+                     *           "min": 499.99,
+                     *           "max": 12999
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": {
+                        /** @description The bikes that pass every filter and `q`. */
+                        total: number;
+                        /** @description Each facet asked for: its values, most bikes first (then by value). */
+                        facets: {
+                            vendor?: {
+                                value: string | boolean;
+                                /** @description The bikes with this value that pass every filter but this facet's own. */
+                                count: number;
+                                /** @description The value is one of this facet's filter's. */
+                                selected: boolean;
+                            }[];
+                            productType?: {
+                                value: string | boolean;
+                                /** @description The bikes with this value that pass every filter but this facet's own. */
+                                count: number;
+                                /** @description The value is one of this facet's filter's. */
+                                selected: boolean;
+                            }[];
+                            availableForSale?: {
+                                value: string | boolean;
+                                /** @description The bikes with this value that pass every filter but this facet's own. */
+                                count: number;
+                                /** @description The value is one of this facet's filter's. */
+                                selected: boolean;
+                            }[];
+                            inStock?: {
+                                value: string | boolean;
+                                /** @description The bikes with this value that pass every filter but this facet's own. */
+                                count: number;
+                                /** @description The value is one of this facet's filter's. */
+                                selected: boolean;
+                            }[];
+                            currency?: {
+                                value: string | boolean;
+                                /** @description The bikes with this value that pass every filter but this facet's own. */
+                                count: number;
+                                /** @description The value is one of this facet's filter's. */
+                                selected: boolean;
+                            }[];
+                        };
+                        /** @description Per currency, the lowest and highest minimum price, every filter but the price range applied. */
+                        prices: {
+                            currency: string;
+                            min: number;
+                            max: number;
+                        }[];
+                    };
+                };
+            };
+            /** @description Not Modified: the If-None-Match ETag is still current; no body. */
+            304: {
+                headers: {
+                    /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
+                    "X-Request-Id": string;
+                    /** @description This representation's ETag: strong for a bike (one state of it: send it in If-Match), weak for a list. A compressed answer's strong tag ends in its coding (`-gzip"`, `-br"`) and stands for the same state. */
+                    ETag?: string;
+                    /** @description `no-cache`: revalidate before using a stored copy; `no-store` on the change feed: keep none. */
+                    "Cache-Control"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description A parameter that is not valid (`X-Invalid-Field` names it), a facet not one of the five, a price range without `currency`, or a parameter the route does not know. Before any route: a request that cannot be read safely (two Host lines, a Transfer-Encoding that does not end in chunked, a request line or header node cannot parse); the connection closes. */
+            400: {
+                headers: {
+                    /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
+                    "X-Request-Id"?: string;
+                    /**
+                     * @description The first field that failed, in the order of its schema: its dotted path in the body as sent (`priceRange.minPrice.amount`), `query.` and the name of the query parameter (`query.q`), or the request header (`idempotency-key`). Absent when the body fails as a whole: malformed JSON, not an object, a media type or charset that cannot be read, or a value the database refuses.
                      * @example priceRange.minPrice.amount
                      */
                     "X-Invalid-Field"?: string;
@@ -965,7 +1252,7 @@ interface operations {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
                     "X-Request-Id"?: string;
                     /**
-                     * @description The first field that failed, in the order of its schema: its dotted path in the body as sent (`priceRange.minPrice.amount`), or the name of the query parameter (`query`) or request header (`idempotency-key`). Absent when the body fails as a whole: malformed JSON, not an object, a media type or charset that cannot be read, or a value the database refuses.
+                     * @description The first field that failed, in the order of its schema: its dotted path in the body as sent (`priceRange.minPrice.amount`), `query.` and the name of the query parameter (`query.q`), or the request header (`idempotency-key`). Absent when the body fails as a whole: malformed JSON, not an object, a media type or charset that cannot be read, or a value the database refuses.
                      * @example priceRange.minPrice.amount
                      */
                     "X-Invalid-Field"?: string;
@@ -1140,7 +1427,7 @@ interface operations {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
                     "X-Request-Id"?: string;
                     /**
-                     * @description The first field that failed, in the order of its schema: its dotted path in the body as sent (`priceRange.minPrice.amount`), or the name of the query parameter (`query`) or request header (`idempotency-key`). Absent when the body fails as a whole: malformed JSON, not an object, a media type or charset that cannot be read, or a value the database refuses.
+                     * @description The first field that failed, in the order of its schema: its dotted path in the body as sent (`priceRange.minPrice.amount`), `query.` and the name of the query parameter (`query.q`), or the request header (`idempotency-key`). Absent when the body fails as a whole: malformed JSON, not an object, a media type or charset that cannot be read, or a value the database refuses.
                      * @example priceRange.minPrice.amount
                      */
                     "X-Invalid-Field"?: string;
@@ -1307,7 +1594,7 @@ interface operations {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
                     "X-Request-Id"?: string;
                     /**
-                     * @description The first field that failed, in the order of its schema: its dotted path in the body as sent (`priceRange.minPrice.amount`), or the name of the query parameter (`query`) or request header (`idempotency-key`). Absent when the body fails as a whole: malformed JSON, not an object, a media type or charset that cannot be read, or a value the database refuses.
+                     * @description The first field that failed, in the order of its schema: its dotted path in the body as sent (`priceRange.minPrice.amount`), `query.` and the name of the query parameter (`query.q`), or the request header (`idempotency-key`). Absent when the body fails as a whole: malformed JSON, not an object, a media type or charset that cannot be read, or a value the database refuses.
                      * @example priceRange.minPrice.amount
                      */
                     "X-Invalid-Field"?: string;
@@ -1724,7 +2011,7 @@ interface operations {
                     /** @description What is left of it: `"<name>";r=<requests left>;t=<seconds until the window ends>`. */
                     RateLimit?: string;
                     /**
-                     * @description The first field that failed, in the order of its schema: its dotted path in the body as sent (`priceRange.minPrice.amount`), or the name of the query parameter (`query`) or request header (`idempotency-key`). Absent when the body fails as a whole: malformed JSON, not an object, a media type or charset that cannot be read, or a value the database refuses.
+                     * @description The first field that failed, in the order of its schema: its dotted path in the body as sent (`priceRange.minPrice.amount`), `query.` and the name of the query parameter (`query.q`), or the request header (`idempotency-key`). Absent when the body fails as a whole: malformed JSON, not an object, a media type or charset that cannot be read, or a value the database refuses.
                      * @example priceRange.minPrice.amount
                      */
                     "X-Invalid-Field"?: string;
@@ -1978,7 +2265,7 @@ interface operations {
                     /** @description What is left of it: `"<name>";r=<requests left>;t=<seconds until the window ends>`. */
                     RateLimit?: string;
                     /**
-                     * @description The first field that failed, in the order of its schema: its dotted path in the body as sent (`priceRange.minPrice.amount`), or the name of the query parameter (`query`) or request header (`idempotency-key`). Absent when the body fails as a whole: malformed JSON, not an object, a media type or charset that cannot be read, or a value the database refuses.
+                     * @description The first field that failed, in the order of its schema: its dotted path in the body as sent (`priceRange.minPrice.amount`), `query.` and the name of the query parameter (`query.q`), or the request header (`idempotency-key`). Absent when the body fails as a whole: malformed JSON, not an object, a media type or charset that cannot be read, or a value the database refuses.
                      * @example priceRange.minPrice.amount
                      */
                     "X-Invalid-Field"?: string;
@@ -2261,7 +2548,7 @@ interface operations {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
                     "X-Request-Id"?: string;
                     /**
-                     * @description The first field that failed, in the order of its schema: its dotted path in the body as sent (`priceRange.minPrice.amount`), or the name of the query parameter (`query`) or request header (`idempotency-key`). Absent when the body fails as a whole: malformed JSON, not an object, a media type or charset that cannot be read, or a value the database refuses.
+                     * @description The first field that failed, in the order of its schema: its dotted path in the body as sent (`priceRange.minPrice.amount`), `query.` and the name of the query parameter (`query.q`), or the request header (`idempotency-key`). Absent when the body fails as a whole: malformed JSON, not an object, a media type or charset that cannot be read, or a value the database refuses.
                      * @example priceRange.minPrice.amount
                      */
                     "X-Invalid-Field"?: string;
@@ -2430,7 +2717,7 @@ interface operations {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
                     "X-Request-Id"?: string;
                     /**
-                     * @description The first field that failed, in the order of its schema: its dotted path in the body as sent (`priceRange.minPrice.amount`), or the name of the query parameter (`query`) or request header (`idempotency-key`). Absent when the body fails as a whole: malformed JSON, not an object, a media type or charset that cannot be read, or a value the database refuses.
+                     * @description The first field that failed, in the order of its schema: its dotted path in the body as sent (`priceRange.minPrice.amount`), `query.` and the name of the query parameter (`query.q`), or the request header (`idempotency-key`). Absent when the body fails as a whole: malformed JSON, not an object, a media type or charset that cannot be read, or a value the database refuses.
                      * @example priceRange.minPrice.amount
                      */
                     "X-Invalid-Field"?: string;
@@ -2606,7 +2893,7 @@ interface operations {
                     /** @description What is left of it: `"<name>";r=<requests left>;t=<seconds until the window ends>`. */
                     RateLimit?: string;
                     /**
-                     * @description The first field that failed, in the order of its schema: its dotted path in the body as sent (`priceRange.minPrice.amount`), or the name of the query parameter (`query`) or request header (`idempotency-key`). Absent when the body fails as a whole: malformed JSON, not an object, a media type or charset that cannot be read, or a value the database refuses.
+                     * @description The first field that failed, in the order of its schema: its dotted path in the body as sent (`priceRange.minPrice.amount`), `query.` and the name of the query parameter (`query.q`), or the request header (`idempotency-key`). Absent when the body fails as a whole: malformed JSON, not an object, a media type or charset that cannot be read, or a value the database refuses.
                      * @example priceRange.minPrice.amount
                      */
                     "X-Invalid-Field"?: string;
@@ -2858,7 +3145,7 @@ interface operations {
                     /** @description What is left of it: `"<name>";r=<requests left>;t=<seconds until the window ends>`. */
                     RateLimit?: string;
                     /**
-                     * @description The first field that failed, in the order of its schema: its dotted path in the body as sent (`priceRange.minPrice.amount`), or the name of the query parameter (`query`) or request header (`idempotency-key`). Absent when the body fails as a whole: malformed JSON, not an object, a media type or charset that cannot be read, or a value the database refuses.
+                     * @description The first field that failed, in the order of its schema: its dotted path in the body as sent (`priceRange.minPrice.amount`), `query.` and the name of the query parameter (`query.q`), or the request header (`idempotency-key`). Absent when the body fails as a whole: malformed JSON, not an object, a media type or charset that cannot be read, or a value the database refuses.
                      * @example priceRange.minPrice.amount
                      */
                     "X-Invalid-Field"?: string;
@@ -3478,6 +3765,10 @@ interface operations {
 /** The service's types, as its OpenAPI document declares them (schema.ts, generated). */
 type Schemas = components['schemas'];
 type Bike = Schemas['Bike'];
+/** A bike's `priceRange`: its `minPrice` and `maxPrice`. */
+type PriceRange = Schemas['PriceRange'];
+/** An `amount` and its `currencyCode`. */
+type Money = Schemas['Money'];
 /** The fields a create sends: all of a bike's but `id` and `handle`, which the service makes. */
 type NewBike = Schemas['NewBike'];
 /** Any of a bike's fields, for an update. */
@@ -3501,10 +3792,22 @@ type CatalogEvent = Change | {
     cursor: string;
 };
 type BrowseQuery = NonNullable<operations['browseBikes']['parameters']['query']>;
-/** GET /bikes's filters. */
-type Filters = Omit<BrowseQuery, 'sort' | 'limit' | 'cursor'>;
+type PriceFilters = 'currency' | 'minPrice' | 'maxPrice';
+/**
+ * GET /bikes's filters. A price range is in one currency: `minPrice` or `maxPrice` only with
+ * `currency` (the service refuses them without it, 400), which the compiler says here.
+ */
+type Filters = Omit<BrowseQuery, 'sort' | 'limit' | 'cursor' | PriceFilters> & ({
+    currency?: undefined;
+    minPrice?: undefined;
+    maxPrice?: undefined;
+} | (Required<Pick<BrowseQuery, 'currency'>> & Pick<BrowseQuery, 'minPrice' | 'maxPrice'>));
 /** GET /bikes's orders, each reversed with a leading `-`. */
 type Sort = NonNullable<BrowseQuery['sort']>;
+/** GET /bikes/facets's answer: the total, each facet's values and counts, the price ranges. */
+type Facets = operations['bikeFacets']['responses'][200]['content']['application/json'];
+/** A facet GET /bikes/facets counts. */
+type FacetName = keyof Facets['facets'];
 
 /** An EventSource as the client uses one: the browser's, or one a Node.js program gives (undici's). */
 interface EventSourceLike {
@@ -3527,7 +3830,16 @@ interface FollowOptions extends CallOptions {
     from?: string;
     /** How long to wait between pages of changes once caught up, where there is no EventSource: 1 s. */
     pollMs?: number;
+    /** Told each time where the follower stands changes (FollowStatus). */
+    onStatus?: (status: FollowStatus) => void;
 }
+/**
+ * Where a follower stands: `offline`, the service does not answer (or answers 5xx) and is asked
+ * again; `catching-up`, it answers, and what came meanwhile is being handed over; `caught-up`,
+ * every change up to the last the service had when asked is handed over, and each new one
+ * follows as it comes.
+ */
+type FollowStatus = 'offline' | 'catching-up' | 'caught-up';
 
 interface CatalogClientOptions {
     /** The service's address: `https://catalog.example.com`. */
@@ -3574,6 +3886,10 @@ interface CatalogClient {
     pages(filters?: Filters, sort?: Sort, options?: CallOptions & {
         limit?: number;
     }): AsyncGenerator<Bike[], void, undefined>;
+    /** For the bikes that pass the filters: the total, each facet's values with counts, the price ranges. */
+    facets(filters?: Filters, options?: CallOptions & {
+        facets?: FacetName[];
+    }): Promise<Facets>;
     /** The whole catalog, then each change to it, once and in order, until `signal` aborts. */
     follow(onChange: (event: CatalogEvent) => unknown, options?: FollowOptions): Promise<void>;
     /**
@@ -3634,6 +3950,15 @@ declare class ServerError extends CatalogError {
         cause?: unknown;
     });
 }
+/**
+ * A request stopped on this side, which asking again cannot change: the client refused to send it
+ * (a token that an `Authorization` header cannot carry), or the browser withheld the service's
+ * answer from this page (CORS: the service does not allow the page's origin). Nothing was written.
+ */
+declare class BlockedError extends CatalogError {
+    name: string;
+    readonly written = "nothing";
+}
 /** A 401: the write carried no token (docs/decisions.md#refusals). */
 declare class TokenMissingError extends RequestError {
     name: string;
@@ -3658,5 +3983,38 @@ declare class IssuanceClosedError extends RequestError {
     name: string;
 }
 
-export { CatalogError, ConflictError, InsufficientScopeError, InvalidTokenError, IssuanceClosedError, NotFoundError, RequestError, ServerError, TokenMissingError, createCatalogClient };
-export type { Bike, BikePatch, CallOptions, CatalogClient, CatalogClientOptions, CatalogEvent, Change, EventSourceConstructor, EventSourceLike, Filters, FollowOptions, NewBike, Sort, TokenSource, components, operations, paths };
+/**
+ * A receiver's check of a webhook (docs/webhooks.md), as the Standard Webhooks
+ * specification says and its libraries do it: the HMAC-SHA256 of `id.timestamp.body` under the
+ * subscription's secret (`whsec_...`) must be one of the `v1,` signatures of `webhook-signature`
+ * (several, space-separated, while a rotated secret still signs), and `webhook-timestamp` within
+ * five minutes of now. Over WebCrypto, so the same in browsers and Node.js; test/client checks it
+ * against the standardwebhooks library.
+ */
+/** A webhook's body: a change of the catalog, with the feed's cursor after it. */
+type WebhookEvent = {
+    type: 'bike.created' | 'bike.updated';
+    timestamp: string;
+    data: Bike;
+    cursor: string;
+} | {
+    type: 'bike.deleted';
+    timestamp: string;
+    data: {
+        id: string;
+    };
+    cursor: string;
+};
+/** The message is not one the secret signed, or is too old (or too far ahead) to be taken. */
+declare class WebhookVerificationError extends Error {
+    name: string;
+}
+type HeaderSource = Headers | Record<string, string | string[] | undefined>;
+/**
+ * The event, once `body` (the request's bytes, exactly as they came) is proved to be signed with
+ * `secret`; WebhookVerificationError otherwise. Deduplicate by `webhook-id`, order by `cursor`.
+ */
+declare function verifyWebhook(secret: string, headers: HeaderSource, body: string | Uint8Array, now?: Date): Promise<WebhookEvent>;
+
+export { BlockedError, CatalogError, ConflictError, InsufficientScopeError, InvalidTokenError, IssuanceClosedError, NotFoundError, RequestError, ServerError, TokenMissingError, WebhookVerificationError, createCatalogClient, verifyWebhook };
+export type { Bike, BikePatch, CallOptions, CatalogClient, CatalogClientOptions, CatalogEvent, Change, EventSourceConstructor, EventSourceLike, FacetName, Facets, Filters, FollowOptions, FollowStatus, Money, NewBike, PriceRange, Sort, TokenSource, WebhookEvent, components, operations, paths };

@@ -585,6 +585,15 @@ class ServerError extends CatalogError {
         this.idempotencyKey = idempotencyKey;
     }
 }
+/**
+ * A request stopped on this side, which asking again cannot change: the client refused to send it
+ * (a token that an `Authorization` header cannot carry), or the browser withheld the service's
+ * answer from this page (CORS: the service does not allow the page's origin). Nothing was written.
+ */
+class BlockedError extends CatalogError {
+    name = 'BlockedError';
+    written = 'nothing';
+}
 /** The error an answer that settles a request as refused stands for: a 404, or another 4xx. */
 function refusal(what, response) {
     const message = `${what}: ${response.status} ${response.statusText}`;
@@ -645,6 +654,12 @@ function authRefusal(message, response) {
 }
 
 /**
+ * Lost connections in a row after which a read gives up: a read is cheap to ask again, and a
+ * service that does not answer three times in a second or so is down, or not reachable from here,
+ * which the caller should hear now rather than after half a minute.
+ */
+const LOST_READS = 3;
+/**
  * Sends a request until an answer settles it, and returns that answer: a success, or a refusal
  * (a 4xx other than those below). On the way it waits out an answer that says nothing was
  * written and when to come back (503, 429, 409: `Retry-After`); renews a refused token once (401,
@@ -655,9 +670,11 @@ function authRefusal(message, response) {
  * one came: an answer it returns settles the request (a create finds the bike it made).
  */
 async function persist(send, options, check) {
-    const { what, attempts, timeoutMs, signal, tokens, idempotencyKey } = options;
+    const { what, attempts, timeoutMs, signal, tokens, idempotencyKey, writes = false } = options;
     let unknown = false;
     let renewed = false;
+    let lost = 0;
+    let tried = 0;
     let last = { said: 'nothing tried' };
     const bounded = () => {
         const timeout = AbortSignal.timeout(timeoutMs);
@@ -665,16 +682,26 @@ async function persist(send, options, check) {
     };
     for (let attempt = 1; attempt <= attempts; attempt++) {
         let answer;
+        tried = attempt;
         try {
             answer = await send(bounded());
+            lost = 0;
         }
         catch (err) {
             if (signal?.aborted)
                 throw signal.reason;
-            // Ours, not the connection's: the token could not be had (tokens.ts).
+            // Ours, not the connection's: the token could not be had, or sent (tokens.ts).
             if (err instanceof CatalogError)
                 throw err;
             last = { said: `no answer (${err instanceof Error ? err.message : String(err)})`, cause: err };
+            lost++;
+            // Asked once a run of lost connections starts: a browser says no more about what failed.
+            if (lost === 1 && (await options.withheld?.(bounded()).catch(() => false))) {
+                throw new BlockedError(`${what}: the service answers, but not to this page: its CORS_ORIGIN must name ${pageOrigin()} ` +
+                    `(the browser withheld its answer${writes ? ' and sent no write' : ''}); nothing was written`, undefined, { cause: err });
+            }
+            if (!writes && attempts !== Infinity && lost >= LOST_READS)
+                break;
         }
         if (answer) {
             const { status } = answer.response;
@@ -685,20 +712,32 @@ async function persist(send, options, check) {
                 continue;
             }
             if (status === 409 || status === 429 || status === 503) {
+                options.onUnsettled?.(last.said);
                 await sleep(retryAfterMs(answer.response) ?? backoffMs(attempt), signal);
                 continue;
             }
             if (status < 500)
                 return { answer, unknown };
         }
-        unknown = true;
+        if (writes)
+            unknown = true;
+        options.onUnsettled?.(last.said);
         const found = await check?.(answer, bounded()).catch(() => undefined);
         if (found)
             return { answer: found, unknown };
         await sleep(backoffMs(attempt), signal);
     }
-    const outcome = unknown ? 'its outcome is unknown' : 'nothing was written';
-    throw new ServerError(`${what}: not settled in ${attempts} attempts, the last ${last.said}; ${outcome}`, last.status, unknown ? 'unknown' : 'nothing', idempotencyKey, { cause: last.cause });
+    // A read's outcome is never unknown: it wrote nothing, whatever came of it.
+    const outcome = writes
+        ? `; ${unknown ? 'its outcome is unknown' : 'nothing was written'}`
+        : last.status === undefined
+            ? '; the service is down, or not reachable from here'
+            : '';
+    throw new ServerError(`${what}: not settled in ${tried} attempts, the last ${last.said}${outcome}`, last.status, unknown ? 'unknown' : 'nothing', idempotencyKey, { cause: last.cause });
+}
+/** The page's origin, for a message: where there is none (not a browser), the page's. */
+function pageOrigin() {
+    return globalThis.location?.origin ?? "the page's origin";
 }
 /**
  * `Retry-After` in milliseconds (seconds, or an HTTP date), a minute at most: the service's own are
@@ -759,7 +798,7 @@ async function createBike(ctx, bike, { signal, idempotencyKey = uuidV4() } = {})
         params: { header: { 'Idempotency-Key': idempotencyKey } },
         body: bike,
         signal: bounded,
-    }), { ...ctx.persistence('POST /bikes/', signal), tokens: ctx.tokens, idempotencyKey }, async (unsettled, bounded) => {
+    }), { ...ctx.persistence('POST /bikes/', signal), tokens: ctx.tokens, idempotencyKey, writes: true }, async (unsettled, bounded) => {
         const location = unsettled?.response.headers.get('Content-Location');
         const id = location?.slice(location.lastIndexOf('/') + 1);
         if (!id)
@@ -794,7 +833,7 @@ async function updateBike(ctx, target, changes, { signal } = {}) {
         params: { path: { id }, header: etag === undefined ? undefined : { 'If-Match': etag } },
         body: changes,
         signal: bounded,
-    }), { ...ctx.persistence(what, signal), tokens: ctx.tokens });
+    }), { ...ctx.persistence(what, signal), tokens: ctx.tokens, writes: true });
     if (answer.data) {
         ctx.states.remember(answer.data, answer.response);
         return answer.data;
@@ -804,7 +843,7 @@ async function updateBike(ctx, target, changes, { signal } = {}) {
             ctx.states.forget(id);
         throw refusal(what, answer.response);
     }
-    const current = await getBike(ctx, id, { signal, primary: true });
+    const current = await getBike(ctx, id, { signal, primary: true }).catch(stillUnknown(what, unknown));
     const applied = Object.entries(changes).every(([field, value]) => canonicalJson(current[field]) === canonicalJson(value));
     if (unknown && applied)
         return current;
@@ -821,13 +860,27 @@ async function deleteBike(ctx, id, { signal } = {}) {
     const { answer, unknown } = await persist((bounded) => ctx.api.DELETE('/bikes/{id}', {
         params: { path: { id }, header: etag === undefined ? undefined : { 'If-Match': etag } },
         signal: bounded,
-    }), { ...ctx.persistence(what, signal), tokens: ctx.tokens });
+    }), { ...ctx.persistence(what, signal), tokens: ctx.tokens, writes: true });
     const { status } = answer.response;
     if (status === 200 || (status === 404 && unknown))
         return ctx.states.forget(id);
-    if (status === 412)
-        throw new ConflictError(await getBike(ctx, id, { signal, primary: true }));
+    if (status === 412) {
+        throw new ConflictError(await getBike(ctx, id, { signal, primary: true }).catch(stillUnknown(what, unknown)));
+    }
     throw refusal(what, answer.response);
+}
+/**
+ * A read after a write whose outcome was unknown, that did not settle either: the write's outcome
+ * is still unknown, whatever the read's error says of the read (a read writes nothing).
+ */
+function stillUnknown(what, unknown) {
+    return (err) => {
+        if (!unknown || !(err instanceof ServerError))
+            throw err;
+        throw new ServerError(`${what}: its outcome is unknown, and ${err.message}`, err.status, 'unknown', undefined, {
+            cause: err,
+        });
+    };
 }
 /**
  * A random (version 4) UUID: an Idempotency-Key no one can guess. From getRandomValues, as
@@ -858,10 +911,32 @@ const gzipBodies = {
     },
 };
 
+/**
+ * GET /bikes/facets (docs/decisions.md#facets): for the bikes that pass `filters` (those of
+ * `pages`, `q` included), the total, each facet's values with their counts (each counted without
+ * its own filter: a storefront's checkboxes) and the range of minimum prices in each currency.
+ * `facets`: which to count; all five when absent.
+ */
+async function facets(ctx, filters = {}, { facets: names, signal } = {}) {
+    const { answer } = await persist((bounded) => ctx.api.GET('/bikes/facets', {
+        params: { query: { ...filters, facets: names?.join(',') } },
+        signal: bounded,
+    }), ctx.persistence('GET /bikes/facets', signal));
+    if (!answer.data)
+        throw refusal('GET /bikes/facets', answer.response);
+    return answer.data;
+}
+
 /** A page of the feed: at most this many changes. */
 const PAGE = 1000;
 /** How many of the latest changes' cursors are kept to drop a change met twice. */
 const REMEMBERED = 1000;
+/**
+ * Changes a stream may have brought and `onChange` not yet taken: past them the stream is closed,
+ * and, once `onChange` has taken them, the feed is read by pages again, each when the one before
+ * is taken. An EventSource cannot be paused, so a slow `onChange` holds at most this many.
+ */
+const QUEUED = PAGE;
 /**
  * The catalog, then every change to it, each once and in order, handed to `onChange` one at a
  * time (an async `onChange` is awaited before the next). First the whole catalog as a `list`
@@ -869,10 +944,18 @@ const REMEMBERED = 1000;
  * `Catalog-Cursor`: an event stream where there is an EventSource (browsers), otherwise pages of
  * GET /bikes/changes. Where the feed cannot go on (410: pruned past the cursor, or another
  * history of the catalog; or a cursor the service no longer opens), the catalog is listed again.
- * A service that does not answer is asked again, for as long as it takes. Resolves once `signal`
- * aborts; rejects with what `onChange` throws, or a refusal that asking again cannot change.
+ * A service that does not answer is asked again, for as long as it takes (`onStatus`: `offline`).
+ * Resolves once `signal` aborts; rejects with what `onChange` throws, or a refusal that asking
+ * again cannot change.
  */
-async function follow(ctx, onChange, { from, signal, pollMs = 1000 } = {}) {
+async function follow(ctx, onChange, { from, signal, pollMs = 1000, onStatus } = {}) {
+    let status;
+    const report = (now) => {
+        if (now === status)
+            return;
+        status = now;
+        onStatus?.(now);
+    };
     // Every change comes once: a cursor met again (a reconnection that overlaps) is dropped.
     const recent = new Set();
     const deliver = async (change) => {
@@ -883,12 +966,12 @@ async function follow(ctx, onChange, { from, signal, pollMs = 1000 } = {}) {
             recent.delete(recent.values().next().value);
         await onChange(change);
     };
-    const feed = { ctx, deliver, signal, pollMs };
+    const feed = { ctx, deliver, signal, pollMs, report, status: () => status };
     let cursor = from;
     try {
         for (;;) {
             if (cursor === undefined) {
-                const list = await listAll(ctx, signal);
+                const list = await listAll(feed);
                 recent.clear();
                 await onChange(list);
                 cursor = list.cursor;
@@ -904,13 +987,20 @@ async function follow(ctx, onChange, { from, signal, pollMs = 1000 } = {}) {
         throw err;
     }
 }
-/** GET /bikes/all, and the feed's point it is consistent with. */
-async function listAll(ctx, signal) {
-    const what = 'GET /bikes/all';
-    const { answer } = await persist((bounded) => ctx.api.GET('/bikes/all', { signal: bounded }), {
-        ...ctx.persistence(what, signal),
+/** How follow's requests persist: for as long as it takes, `offline` meanwhile, `catching-up` once answered. */
+function persistence(feed, what) {
+    return {
+        ...feed.ctx.persistence(what, feed.signal),
         attempts: Infinity,
-    });
+        onUnsettled: () => feed.report('offline'),
+    };
+}
+/** GET /bikes/all, and the feed's point it is consistent with. */
+async function listAll(feed) {
+    const { ctx } = feed;
+    const what = 'GET /bikes/all';
+    const { answer } = await persist((bounded) => ctx.api.GET('/bikes/all', { signal: bounded }), persistence(feed, what));
+    feed.report('catching-up');
     if (!answer.data)
         throw refusal(what, answer.response);
     const cursor = answer.response.headers.get('Catalog-Cursor');
@@ -928,20 +1018,26 @@ async function pageAfter(feed, cursor) {
     const { answer } = await persist((bounded) => feed.ctx.api.GET('/bikes/changes', {
         params: { query: { since: cursor, limit: PAGE } },
         signal: bounded,
-    }), { ...feed.ctx.persistence(what, feed.signal), attempts: Infinity });
+    }), persistence(feed, what));
     const { response, data } = answer;
-    const refusedCursor = response.status === 400 && response.headers.get('X-Invalid-Field') === 'since';
+    const refusedCursor = response.status === 400 && response.headers.get('X-Invalid-Field') === 'query.since';
     if (response.status === 410 || refusedCursor)
         return { gone: true };
     if (!data)
         throw refusal(what, response);
+    const full = data.length === PAGE;
+    // Caught up, a page that is not full is the next changes as they come, not a backlog.
+    if (full || (data.length > 0 && feed.status() !== 'caught-up'))
+        feed.report('catching-up');
     for (const change of data) {
         await feed.deliver(change);
         cursor = change.cursor;
     }
     if (data.length === 0)
         cursor = response.headers.get('Catalog-Cursor') ?? cursor;
-    return { cursor, full: data.length === PAGE };
+    if (!full)
+        feed.report('caught-up');
+    return { cursor, full };
 }
 /** Pages of the feed from `cursor`, for as long as it goes on. */
 async function pagesFrom(feed, from) {
@@ -956,23 +1052,32 @@ async function pagesFrom(feed, from) {
     }
 }
 /**
- * The feed as an event stream from `cursor`, for as long as it goes on. The EventSource reconnects
- * by itself (with Last-Event-ID) while the service answers nothing; an answer that ends it (410,
- * 429, 503, ...) is not shown to it, so a page from its last event says what it was, and gives
- * what came meanwhile, before a stream opens again.
+ * The feed by pages until caught up, then as an event stream, for as long as it goes on. A stream
+ * that fails (the service away: an EventSource would reconnect by itself, saying nothing; an
+ * answer that ends it, 410, 429, 503, which it is not shown), or that brings more than `onChange`
+ * takes (QUEUED), is closed, and pages from its last event say what it was, give what came
+ * meanwhile, and catch up before a stream opens again.
  */
 async function streamFrom(feed, from, EventSource) {
     let cursor = from;
     for (;;) {
-        const page = await pageAfter(feed, await stream(feed, cursor, EventSource));
+        const page = await pageAfter(feed, cursor);
         if ('gone' in page)
             return;
         cursor = page.cursor;
+        if (page.full)
+            continue;
+        const ended = await stream(feed, cursor, EventSource);
         // Not straight back to a stream that was refused (too many streams: 429).
-        await sleep(feed.pollMs, feed.signal);
+        if (ended.failed)
+            await sleep(feed.pollMs, feed.signal);
+        cursor = ended.cursor;
     }
 }
-/** One EventSource from `since`, its events delivered in order; the last one's cursor once it has closed. */
+/**
+ * One EventSource from `since`, its events delivered in order; once it has failed or brought
+ * QUEUED changes not yet taken, closed, and the last one's cursor once `onChange` has taken it.
+ */
 function stream(feed, since, EventSource) {
     const { ctx, deliver, signal } = feed;
     return new Promise((resolve, reject) => {
@@ -981,16 +1086,29 @@ function stream(feed, since, EventSource) {
         const source = new EventSource(`${ctx.baseUrl}/bikes/changes?since=${encodeURIComponent(since)}`);
         let cursor = since;
         let delivered = Promise.resolve();
-        let failed = false;
-        const stop = (err) => {
-            failed = true;
+        let queued = 0;
+        let closed = false;
+        let stopped = false;
+        const close = () => {
+            closed = true;
             source.close();
             signal?.removeEventListener('abort', aborted);
+        };
+        const stop = (err) => {
+            stopped = true;
+            if (!closed)
+                close();
             reject(err);
+        };
+        const end = (unanswered) => {
+            close();
+            void delivered.then(() => stopped || resolve({ cursor, failed: unanswered }));
         };
         const aborted = () => stop(signal?.reason);
         signal?.addEventListener('abort', aborted, { once: true });
         source.addEventListener('message', (event) => {
+            if (closed)
+                return;
             let change;
             try {
                 change = JSON.parse(event.data);
@@ -999,14 +1117,19 @@ function stream(feed, since, EventSource) {
                 return stop(err);
             }
             cursor = change.cursor;
-            delivered = delivered.then(() => (failed ? undefined : deliver(change))).catch(stop);
+            queued++;
+            delivered = delivered
+                .then(() => (stopped ? undefined : deliver(change)))
+                .then(() => void queued--)
+                .catch(stop);
+            if (queued >= QUEUED)
+                end(false);
         });
+        // A stream that fails, however (CONNECTING: the EventSource would try again by itself; CLOSED:
+        // an answer that ended it), is closed: pages say what it was, and whether the service answers.
         source.addEventListener('error', () => {
-            // CONNECTING: it reconnects by itself. CLOSED (2): an answer that ended it.
-            if (source.readyState !== 2 || failed)
-                return;
-            signal?.removeEventListener('abort', aborted);
-            void delivered.then(() => failed || resolve(cursor));
+            if (!closed)
+                end(true);
         });
     });
 }
@@ -1069,13 +1192,25 @@ class Tokens {
                     this.token = undefined;
             });
         }
-        return `Bearer ${await this.token}`;
+        const token = (await this.token).trim();
+        if (!B64TOKEN.test(token)) {
+            this.token = undefined;
+            // Never the token itself in the message: it may be a working one with a stray character.
+            throw new BlockedError('the token is not one an Authorization header carries (RFC 6750: letters, digits and -._~+/, then any =): nothing was sent');
+        }
+        return `Bearer ${token}`;
     }
     /** Forgets the token, so the next request gets another. */
     renew() {
         this.token = undefined;
     }
 }
+/**
+ * A bearer token as RFC 6750 writes it (a JWT is one). Anything else, a space or a newline inside
+ * above all, would not reach the service as sent: fetch refuses it, printing it, or the service
+ * reads another token from the header.
+ */
+const B64TOKEN = /^[A-Za-z0-9\-._~+/]+=*$/;
 /**
  * When a token that came now should be renewed (Date.now()'s milliseconds): a quarter of its life
  * before its `exp`, a minute at most. Where our clock says that time has passed already (a clock
@@ -1113,7 +1248,9 @@ function createCatalogClient(options) {
     const api = createClient({ baseUrl, fetch: options.fetch });
     if (options.compress)
         api.use(gzipBodies);
-    const persistence = (what, signal) => ({ what, attempts, timeoutMs, signal });
+    const base = baseUrl.replace(/\/+$/, '');
+    const withheld = (bounded) => corsRefused(`${base}/healthz`, options.fetch ?? fetch, bounded);
+    const persistence = (what, signal) => ({ what, attempts, timeoutMs, signal, withheld });
     const { apiKey } = options;
     if (apiKey !== undefined && options.token !== undefined)
         throw new TypeError('give the client a token or an apiKey, not both');
@@ -1135,7 +1272,7 @@ function createCatalogClient(options) {
     const globalEventSource = globalThis.EventSource;
     const ctx = {
         api,
-        baseUrl: baseUrl.replace(/\/+$/, ''),
+        baseUrl: base,
         tokens,
         states: new BikeStates(),
         persistence,
@@ -1147,6 +1284,7 @@ function createCatalogClient(options) {
         update: (bike, changes, callOptions) => updateBike(ctx, bike, changes, callOptions),
         delete: (id, callOptions) => deleteBike(ctx, id, callOptions),
         pages: (filters, sort, callOptions) => pages(ctx, filters, sort, callOptions),
+        facets: (filters, callOptions) => facets(ctx, filters, callOptions),
         follow: (onChange, followOptions) => follow(ctx, onChange, followOptions),
         api,
     };
@@ -1171,5 +1309,70 @@ function signWrites(tokens) {
         },
     };
 }
+/**
+ * Whether the browser withholds the service's answers from this page (CORS): a request the page
+ * may read fails, while one it may not (`no-cors`: an opaque answer) comes back, so the service is
+ * there. Outside a browser there is no such thing: false.
+ */
+async function corsRefused(url, send, signal) {
+    if (typeof globalThis.document === 'undefined')
+        return false;
+    // Not from a cache, which would answer for a service that is gone (not every RequestInit type knows `cache`).
+    const fresh = { cache: 'no-store' };
+    const answered = (init) => send(url, { ...fresh, ...init, credentials: 'omit', signal }).then(() => true, () => false);
+    return !(await answered({ mode: 'cors' })) && (await answered({ mode: 'no-cors' }));
+}
 
-export { CatalogError, ConflictError, InsufficientScopeError, InvalidTokenError, IssuanceClosedError, NotFoundError, RequestError, ServerError, TokenMissingError, createCatalogClient };
+/** The message is not one the secret signed, or is too old (or too far ahead) to be taken. */
+class WebhookVerificationError extends Error {
+    name = 'WebhookVerificationError';
+}
+/** How far a webhook-timestamp may be from now, either way. */
+const TOLERANCE_SECONDS = 5 * 60;
+function header(headers, name) {
+    if (typeof headers.get === 'function')
+        return headers.get(name) ?? undefined;
+    const record = headers;
+    const value = record[name] ?? Object.entries(record).find(([key]) => key.toLowerCase() === name)?.[1];
+    return Array.isArray(value) ? value.join(', ') : value;
+}
+function fromBase64(text) {
+    try {
+        return Uint8Array.from(atob(text), (char) => char.charCodeAt(0));
+    }
+    catch {
+        return undefined;
+    }
+}
+/**
+ * The event, once `body` (the request's bytes, exactly as they came) is proved to be signed with
+ * `secret`; WebhookVerificationError otherwise. Deduplicate by `webhook-id`, order by `cursor`.
+ */
+async function verifyWebhook(secret, headers, body, now = new Date()) {
+    const id = header(headers, 'webhook-id');
+    const timestamp = header(headers, 'webhook-timestamp');
+    const signatures = header(headers, 'webhook-signature');
+    if (!id || !timestamp || !signatures)
+        throw new WebhookVerificationError('missing webhook-id, -timestamp or -signature');
+    if (!/^\d+$/.test(timestamp))
+        throw new WebhookVerificationError('webhook-timestamp is not a number of seconds');
+    if (Math.abs(now.getTime() / 1000 - Number(timestamp)) > TOLERANCE_SECONDS) {
+        throw new WebhookVerificationError('webhook-timestamp is too far from now');
+    }
+    const keyBytes = fromBase64(secret.startsWith('whsec_') ? secret.slice('whsec_'.length) : secret);
+    if (!keyBytes)
+        throw new WebhookVerificationError('the secret is not whsec_ and base64');
+    const key = await crypto.subtle.importKey('raw', keyBytes, { name: 'HMAC', hash: 'SHA-256' }, false, ['verify']);
+    const text = typeof body === 'string' ? body : new TextDecoder().decode(body);
+    const signed = new TextEncoder().encode(`${id}.${timestamp}.${text}`);
+    for (const signature of signatures.split(' ')) {
+        const [version, value] = signature.split(',');
+        const mac = version === 'v1' && value ? fromBase64(value) : undefined;
+        // crypto.subtle.verify compares in constant time.
+        if (mac && (await crypto.subtle.verify('HMAC', key, mac, signed)))
+            return JSON.parse(text);
+    }
+    throw new WebhookVerificationError('no signature matches');
+}
+
+export { BlockedError, CatalogError, ConflictError, InsufficientScopeError, InvalidTokenError, IssuanceClosedError, NotFoundError, RequestError, ServerError, TokenMissingError, WebhookVerificationError, createCatalogClient, verifyWebhook };

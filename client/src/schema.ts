@@ -565,7 +565,7 @@ export interface operations {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
                     "X-Request-Id"?: string;
                     /**
-                     * @description The first field that failed, in the order of its schema: its dotted path in the body as sent (`priceRange.minPrice.amount`), or the name of the query parameter (`query`) or request header (`idempotency-key`). Absent when the body fails as a whole: malformed JSON, not an object, a media type or charset that cannot be read, or a value the database refuses.
+                     * @description The first field that failed, in the order of its schema: its dotted path in the body as sent (`priceRange.minPrice.amount`), `query.` and the name of the query parameter (`query.q`), or the request header (`idempotency-key`). Absent when the body fails as a whole: malformed JSON, not an object, a media type or charset that cannot be read, or a value the database refuses.
                      * @example priceRange.minPrice.amount
                      */
                     "X-Invalid-Field"?: string;
@@ -820,7 +820,7 @@ export interface operations {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
                     "X-Request-Id"?: string;
                     /**
-                     * @description The first field that failed, in the order of its schema: its dotted path in the body as sent (`priceRange.minPrice.amount`), or the name of the query parameter (`query`) or request header (`idempotency-key`). Absent when the body fails as a whole: malformed JSON, not an object, a media type or charset that cannot be read, or a value the database refuses.
+                     * @description The first field that failed, in the order of its schema: its dotted path in the body as sent (`priceRange.minPrice.amount`), `query.` and the name of the query parameter (`query.q`), or the request header (`idempotency-key`). Absent when the body fails as a whole: malformed JSON, not an object, a media type or charset that cannot be read, or a value the database refuses.
                      * @example priceRange.minPrice.amount
                      */
                     "X-Invalid-Field"?: string;
@@ -971,7 +971,7 @@ export interface operations {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
                     "X-Request-Id"?: string;
                     /**
-                     * @description The first field that failed, in the order of its schema: its dotted path in the body as sent (`priceRange.minPrice.amount`), or the name of the query parameter (`query`) or request header (`idempotency-key`). Absent when the body fails as a whole: malformed JSON, not an object, a media type or charset that cannot be read, or a value the database refuses.
+                     * @description The first field that failed, in the order of its schema: its dotted path in the body as sent (`priceRange.minPrice.amount`), `query.` and the name of the query parameter (`query.q`), or the request header (`idempotency-key`). Absent when the body fails as a whole: malformed JSON, not an object, a media type or charset that cannot be read, or a value the database refuses.
                      * @example priceRange.minPrice.amount
                      */
                     "X-Invalid-Field"?: string;
@@ -1146,7 +1146,7 @@ export interface operations {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
                     "X-Request-Id"?: string;
                     /**
-                     * @description The first field that failed, in the order of its schema: its dotted path in the body as sent (`priceRange.minPrice.amount`), or the name of the query parameter (`query`) or request header (`idempotency-key`). Absent when the body fails as a whole: malformed JSON, not an object, a media type or charset that cannot be read, or a value the database refuses.
+                     * @description The first field that failed, in the order of its schema: its dotted path in the body as sent (`priceRange.minPrice.amount`), `query.` and the name of the query parameter (`query.q`), or the request header (`idempotency-key`). Absent when the body fails as a whole: malformed JSON, not an object, a media type or charset that cannot be read, or a value the database refuses.
                      * @example priceRange.minPrice.amount
                      */
                     "X-Invalid-Field"?: string;
@@ -1313,7 +1313,7 @@ export interface operations {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
                     "X-Request-Id"?: string;
                     /**
-                     * @description The first field that failed, in the order of its schema: its dotted path in the body as sent (`priceRange.minPrice.amount`), or the name of the query parameter (`query`) or request header (`idempotency-key`). Absent when the body fails as a whole: malformed JSON, not an object, a media type or charset that cannot be read, or a value the database refuses.
+                     * @description The first field that failed, in the order of its schema: its dotted path in the body as sent (`priceRange.minPrice.amount`), `query.` and the name of the query parameter (`query.q`), or the request header (`idempotency-key`). Absent when the body fails as a whole: malformed JSON, not an object, a media type or charset that cannot be read, or a value the database refuses.
                      * @example priceRange.minPrice.amount
                      */
                     "X-Invalid-Field"?: string;
@@ -1730,7 +1730,7 @@ export interface operations {
                     /** @description What is left of it: `"<name>";r=<requests left>;t=<seconds until the window ends>`. */
                     RateLimit?: string;
                     /**
-                     * @description The first field that failed, in the order of its schema: its dotted path in the body as sent (`priceRange.minPrice.amount`), or the name of the query parameter (`query`) or request header (`idempotency-key`). Absent when the body fails as a whole: malformed JSON, not an object, a media type or charset that cannot be read, or a value the database refuses.
+                     * @description The first field that failed, in the order of its schema: its dotted path in the body as sent (`priceRange.minPrice.amount`), `query.` and the name of the query parameter (`query.q`), or the request header (`idempotency-key`). Absent when the body fails as a whole: malformed JSON, not an object, a media type or charset that cannot be read, or a value the database refuses.
                      * @example priceRange.minPrice.amount
                      */
                     "X-Invalid-Field"?: string;
@@ -1984,7 +1984,7 @@ export interface operations {
                     /** @description What is left of it: `"<name>";r=<requests left>;t=<seconds until the window ends>`. */
                     RateLimit?: string;
                     /**
-                     * @description The first field that failed, in the order of its schema: its dotted path in the body as sent (`priceRange.minPrice.amount`), or the name of the query parameter (`query`) or request header (`idempotency-key`). Absent when the body fails as a whole: malformed JSON, not an object, a media type or charset that cannot be read, or a value the database refuses.
+                     * @description The first field that failed, in the order of its schema: its dotted path in the body as sent (`priceRange.minPrice.amount`), `query.` and the name of the query parameter (`query.q`), or the request header (`idempotency-key`). Absent when the body fails as a whole: malformed JSON, not an object, a media type or charset that cannot be read, or a value the database refuses.
                      * @example priceRange.minPrice.amount
                      */
                     "X-Invalid-Field"?: string;
@@ -2267,7 +2267,7 @@ export interface operations {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
                     "X-Request-Id"?: string;
                     /**
-                     * @description The first field that failed, in the order of its schema: its dotted path in the body as sent (`priceRange.minPrice.amount`), or the name of the query parameter (`query`) or request header (`idempotency-key`). Absent when the body fails as a whole: malformed JSON, not an object, a media type or charset that cannot be read, or a value the database refuses.
+                     * @description The first field that failed, in the order of its schema: its dotted path in the body as sent (`priceRange.minPrice.amount`), `query.` and the name of the query parameter (`query.q`), or the request header (`idempotency-key`). Absent when the body fails as a whole: malformed JSON, not an object, a media type or charset that cannot be read, or a value the database refuses.
                      * @example priceRange.minPrice.amount
                      */
                     "X-Invalid-Field"?: string;
@@ -2436,7 +2436,7 @@ export interface operations {
                     /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
                     "X-Request-Id"?: string;
                     /**
-                     * @description The first field that failed, in the order of its schema: its dotted path in the body as sent (`priceRange.minPrice.amount`), or the name of the query parameter (`query`) or request header (`idempotency-key`). Absent when the body fails as a whole: malformed JSON, not an object, a media type or charset that cannot be read, or a value the database refuses.
+                     * @description The first field that failed, in the order of its schema: its dotted path in the body as sent (`priceRange.minPrice.amount`), `query.` and the name of the query parameter (`query.q`), or the request header (`idempotency-key`). Absent when the body fails as a whole: malformed JSON, not an object, a media type or charset that cannot be read, or a value the database refuses.
                      * @example priceRange.minPrice.amount
                      */
                     "X-Invalid-Field"?: string;
@@ -2612,7 +2612,7 @@ export interface operations {
                     /** @description What is left of it: `"<name>";r=<requests left>;t=<seconds until the window ends>`. */
                     RateLimit?: string;
                     /**
-                     * @description The first field that failed, in the order of its schema: its dotted path in the body as sent (`priceRange.minPrice.amount`), or the name of the query parameter (`query`) or request header (`idempotency-key`). Absent when the body fails as a whole: malformed JSON, not an object, a media type or charset that cannot be read, or a value the database refuses.
+                     * @description The first field that failed, in the order of its schema: its dotted path in the body as sent (`priceRange.minPrice.amount`), `query.` and the name of the query parameter (`query.q`), or the request header (`idempotency-key`). Absent when the body fails as a whole: malformed JSON, not an object, a media type or charset that cannot be read, or a value the database refuses.
                      * @example priceRange.minPrice.amount
                      */
                     "X-Invalid-Field"?: string;
@@ -2864,7 +2864,7 @@ export interface operations {
                     /** @description What is left of it: `"<name>";r=<requests left>;t=<seconds until the window ends>`. */
                     RateLimit?: string;
                     /**
-                     * @description The first field that failed, in the order of its schema: its dotted path in the body as sent (`priceRange.minPrice.amount`), or the name of the query parameter (`query`) or request header (`idempotency-key`). Absent when the body fails as a whole: malformed JSON, not an object, a media type or charset that cannot be read, or a value the database refuses.
+                     * @description The first field that failed, in the order of its schema: its dotted path in the body as sent (`priceRange.minPrice.amount`), `query.` and the name of the query parameter (`query.q`), or the request header (`idempotency-key`). Absent when the body fails as a whole: malformed JSON, not an object, a media type or charset that cannot be read, or a value the database refuses.
                      * @example priceRange.minPrice.amount
                      */
                     "X-Invalid-Field"?: string;
