@@ -1,7 +1,7 @@
 'use strict';
 
 /**
- * The change feed's part of npm run bench (docs/decisions.md#the-change-feed), run by bench/run.js
+ * The change feed's part of npm run bench (docs/reference/browse-and-sync.md#the-change-feed), run by bench/run.js
  * after its write loads, on the same database and service:
  *
  *   - a feed page: GET /bikes/changes?limit=100 from cursors in the middle of the log (the seed's

@@ -1,7 +1,7 @@
 'use strict';
 
 /**
- * Commit to event on the other instance (docs/decisions.md#one-poll-per-instance): two instances
+ * Commit to event on the other instance (docs/reference/browse-and-sync.md#one-poll-per-instance): two instances
  * of the built service on one database, event streams open on instance B, creates written through
  * instance A; for each create and each stream, the time from the create's 200 to its event on the
  * stream. With one stream, then with many (one poll of B's serves them all). Also what a poll of a

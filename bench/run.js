@@ -482,7 +482,7 @@ async function measureAll(service, baseline, samples) {
 
 /**
  * What the catalog version costs writers: the service's creates with its trigger and without,
- * in turns, on the same process and database (docs/decisions.md#conditional-get).
+ * in turns, on the same process and database (docs/reference/caching-and-conditions.md#conditional-get).
  */
 async function measureVersionCost(service, samples, token, setVersionTrigger) {
   const requests = loadOf(samples, token, 'create');

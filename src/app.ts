@@ -30,20 +30,20 @@ export interface AppDeps {
   /** Seals and opens the cursors the service gives out (cursors.ts). */
   cursors: Cursors;
   tokens: Tokens;
-  /** The API keys a tool trades for a token (POST /api/user; docs/decisions.md#api-keys). */
+  /** The API keys a tool trades for a token (POST /api/user; docs/reference/callers.md#api-keys). */
   keys: ApiKeyLookup;
   logger: Logger;
   /** GET /readyz answers with this. */
   readiness: () => Promise<Readiness>;
   /** CORS_ORIGIN: CORS is off when unset. */
   corsOrigin?: string;
-  /** The abuse limits (docs/decisions.md#abuse-limits). */
+  /** The abuse limits (docs/reference/callers.md#abuse-limits). */
   limits: AbuseLimits;
   /** TRUST_PROXY: how many proxies in front append to X-Forwarded-For (0: the peer is the client). */
   trustedProxies?: number;
   /** False when METRICS_PORT serves /metrics on a listener of its own (metricsApp). */
   servesMetrics?: boolean;
-  /** The changes as they commit, for event streams (docs/decisions.md#live-updates). */
+  /** The changes as they commit, for event streams (docs/reference/browse-and-sync.md#live-updates). */
   live: LiveFeed;
   /** MAX_EVENT_STREAMS: event streams this instance keeps open at once. */
   maxEventStreams: number;
@@ -54,7 +54,7 @@ export interface AppDeps {
 /**
  * The codes of a connection lost while a response was being sent: the client reset it, closed
  * it, or stopped answering (or a shutdown cut it after its grace). Nothing of ours failed, so
- * they are logged at info, not as errors (docs/decisions.md#clients-that-go-away).
+ * they are logged at info, not as errors (docs/reference/http.md#clients-that-go-away).
  */
 const CONNECTION_LOST = new Set([
   'ECONNRESET',
@@ -84,7 +84,7 @@ export function createApp({
   heartbeatMs = HEARTBEAT_MS,
 }: AppDeps): Koa {
   // The client (ctx.ip) is the entry the outermost of our proxies appended to X-Forwarded-For:
-  // the entries before it are whatever the client sent (docs/decisions.md#trusted-proxies).
+  // the entries before it are whatever the client sent (docs/reference/callers.md#trusted-proxies).
   const app = new Koa({ proxy: trustedProxies > 0, maxIpsCount: trustedProxies });
   // Errors are answered and logged by errorHandler; what reaches here is a failure while
   // streaming a body, after the status was sent.

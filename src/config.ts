@@ -30,7 +30,7 @@ export interface Config {
   dataDir: string;
   /** JWT_SECRET, or the file JWT_SECRET_FILE names. Unset: with the embedded database a secret is created once in `dataDir`. */
   jwtSecret: string | undefined;
-  /** TOKEN_ISSUANCE: `open`, POST /api/user gives anyone a token (the specification), or `closed` (docs/decisions.md#who-may-write). */
+  /** TOKEN_ISSUANCE: `open`, POST /api/user gives anyone a token (the specification), or `closed` (docs/reference/callers.md#who-may-write). */
   tokenIssuance: TokenIssuance;
   /** JWT_JWKS_URL or JWT_JWKS_FILE, JWT_ISSUER, JWT_AUDIENCE: the identity provider whose tokens are accepted too; unset, none. */
   identityProvider: IdentityProvider | undefined;
@@ -38,30 +38,30 @@ export interface Config {
   metricsPort: number | undefined;
   /**
    * METRICS_HOST: the address METRICS_PORT's listener binds; 127.0.0.1 unless set, so that the
-   * admin port is reachable from this machine only (docs/decisions.md#metrics-on-the-loopback-interface).
+   * admin port is reachable from this machine only (docs/reference/metrics-and-logs.md#metrics-on-the-loopback-interface).
    */
   metricsHost: string;
   /** Origin allowed to call the API from a browser; CORS is off when unset. */
   corsOrigin: string | undefined;
   logLevel: string;
-  /** Abuse limits per client (docs/decisions.md#abuse-limits). */
+  /** Abuse limits per client (docs/reference/callers.md#abuse-limits). */
   limits: Limits;
   /**
    * TRUST_PROXY: how many proxies of ours stand in front (0: none, the peer is the client). The
    * client is the address the outermost of them appended to X-Forwarded-For, never an entry the
-   * client wrote itself (docs/decisions.md#trusted-proxies).
+   * client wrote itself (docs/reference/callers.md#trusted-proxies).
    */
   trustedProxies: number;
-  /** CHANGES_RETENTION_DAYS: how long the change log keeps a change (docs/decisions.md#the-change-feed). */
+  /** CHANGES_RETENTION_DAYS: how long the change log keeps a change (docs/reference/browse-and-sync.md#the-change-feed). */
   changesRetentionDays: number;
   /**
    * HISTORY_RETENTION_DAYS: how long the log keeps the history the feed's retention has passed
-   * (superseded changes, deletes); null, for ever (docs/decisions.md#the-change-feed).
+   * (superseded changes, deletes); null, for ever (docs/reference/browse-and-sync.md#the-change-feed).
    */
   historyRetentionDays: number | null;
   /**
    * MAX_EVENT_STREAMS: event streams this instance keeps open at once, every client's together
-   * (docs/decisions.md#bounds-on-event-streams).
+   * (docs/reference/browse-and-sync.md#bounds-on-event-streams).
    */
   maxEventStreams: number;
   /**
@@ -258,7 +258,7 @@ function uidOf(user: string): number {
 }
 
 /**
- * Where the identity provider's keys come from, and who may serve them (docs/decisions.md#who-may-write):
+ * Where the identity provider's keys come from, and who may serve them (docs/reference/callers.md#who-may-write):
  * JWT_JWKS_FILE, a file only root (or the service's user) can change; or JWT_JWKS_URL, over TLS,
  * or in clear from this machine only, from a listener proved to run as root, as the service's
  * user, or as JWT_JWKS_OWNER. A key set fetched in clear from elsewhere, or from whoever holds a
@@ -330,7 +330,7 @@ function identityProvider(env: NodeJS.ProcessEnv): IdentityProvider | undefined 
 
 /**
  * JWT_SCOPE_MAP: `theirs=ours` pairs, comma-separated (`catalog.edit=bikes:write,catalog.admin=bikes:delete`;
- * a name of theirs given twice grants both): how the provider names our scopes (docs/decisions.md#scopes).
+ * a name of theirs given twice grants both): how the provider names our scopes (docs/reference/callers.md#scopes).
  */
 function scopeNames(text: string): Record<string, Scope[]> {
   const names: Record<string, Scope[]> = {};
@@ -350,7 +350,7 @@ function scopeNames(text: string): Record<string, Scope[]> {
 /**
  * TRUST_PROXY: a number of proxies; `true` is one (the setting once meant "behind a proxy"),
  * unset or `false` none. Anything else is refused rather than guessed: trusting too many lets a
- * client choose its own address, and with it escape its limits (docs/decisions.md#trusted-proxies).
+ * client choose its own address, and with it escape its limits (docs/reference/callers.md#trusted-proxies).
  */
 function trustedProxies(text: string | undefined): number {
   const value = text?.trim().toLowerCase();

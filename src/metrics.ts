@@ -21,7 +21,7 @@ export const httpDuration = new Histogram({
   registers: [registry],
 });
 
-/** Tokens refused, by why (docs/decisions.md#refusals): the reason a 401 or 403 gives. */
+/** Tokens refused, by why (docs/reference/callers.md#refusals): the reason a 401 or 403 gives. */
 export const authRefusals = new Counter({
   name: 'http_auth_refusals_total',
   help: 'Requests refused for their token or API key, by reason: no-token (401), expired, revoked, foreign, malformed, issuance-closed, unknown-key, insufficient-scope, token-endpoint-closed (403)',

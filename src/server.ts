@@ -115,7 +115,7 @@ export async function startService(config: Config, logger: Logger, tuning: Servi
         { role },
         "the service's queries run as a role that owns the catalog's tables or is a superuser, so they can " +
           'change or drop the schema; give DATABASE_URL a role of its own and DATABASE_DIRECT_URL the one that ' +
-          'migrates (docs/decisions.md#when-the-service-role-owns-the-catalog)',
+          'migrates (docs/reference/running-the-service.md#when-the-service-role-owns-the-catalog)',
       );
     }
     const replica = databaseServer.replicaUrl
@@ -131,13 +131,13 @@ export async function startService(config: Config, logger: Logger, tuning: Servi
       tokens: sharedLimit(primary, 'tokens', config.limits.tokensPerMinute),
       writes: sharedLimit(primary, 'writes', config.limits.writesPerMinute),
     };
-    // Idempotency keys past their lifetime go, every hour (docs/decisions.md#idempotency-keys); a
+    // Idempotency keys past their lifetime go, every hour (docs/reference/caching-and-conditions.md#idempotency-keys); a
     // failure waits for the next.
     const pruning = setInterval(() => {
       bikesOnPrimary.pruneIdempotencyKeys().catch((err: Error) => logger.warn({ err: err.message }, 'pruning failed'));
     }, PRUNE_EVERY_MS);
     pruning.unref();
-    // Changes past the retention, every minute (docs/decisions.md#the-change-feed).
+    // Changes past the retention, every minute (docs/reference/browse-and-sync.md#the-change-feed).
     const pruningChanges = setInterval(() => {
       pruneChanges(queryOn(primary), config.changesRetentionDays).then(
         (deleted) => deleted > 0 && logger.debug({ deleted }, 'pruned the change log'),
@@ -146,7 +146,7 @@ export async function startService(config: Config, logger: Logger, tuning: Servi
     }, PRUNE_CHANGES_EVERY_MS);
     pruningChanges.unref();
     // Event streams read the primary: a replica's delay would be theirs
-    // (docs/decisions.md#streams-read-the-primary).
+    // (docs/reference/browse-and-sync.md#streams-read-the-primary).
     const live = liveFeed(bikesOnPrimary.reads.query, {
       onError: (err) =>
         logger.warn(
@@ -196,7 +196,7 @@ export async function startService(config: Config, logger: Logger, tuning: Servi
         clearInterval(pruningChanges);
         const closing = Promise.all([listener.close(SHUTDOWN_GRACE_MS), metricsListener?.close(SHUTDOWN_GRACE_MS)]);
         // Event streams never end by themselves: each ends now, with a hint to reconnect
-        // (docs/decisions.md#when-a-stream-ends).
+        // (docs/reference/browse-and-sync.md#when-a-stream-ends).
         await webhooks.close();
         await live.close();
         await closing;

@@ -7,7 +7,7 @@ import os from 'node:os';
  * lists each socket with the uid that created it, and a socket accepted by a listener carries the
  * listener's. What proves a server on the loopback interface is the one we meant, not another
  * local user's who took its port while it was away (docs/running-as-root.md#proving-a-server-is-ours,
- * docs/decisions.md#who-may-write).
+ * docs/reference/callers.md#who-may-write).
  */
 
 /** /proc/net/tcp's form of an IPv4 address and port: the address as a native-endian word, both in hex. */

@@ -16,7 +16,7 @@ import { waitFor } from './support/wait';
  * curl that gets an error status fails the run (`--fail-with-body`), so an example that stopped
  * working cannot stay in the README; what each example promises is checked in its output. It has
  * a PostgreSQL of its own: a transaction of another test file's, in any database of a shared
- * server, would hold the feed's changes back (docs/decisions.md#the-change-feed).
+ * server, would hold the feed's changes back (docs/reference/browse-and-sync.md#the-change-feed).
  */
 
 const README_FILE = path.join(__dirname, '..', 'README.md');

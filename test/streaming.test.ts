@@ -300,7 +300,7 @@ describe('streamed arrays over a catalog larger than one batch', () => {
 });
 
 /**
- * A client that goes away mid-list (docs/decisions.md#clients-that-go-away): logged at info,
+ * A client that goes away mid-list (docs/reference/http.md#clients-that-go-away): logged at info,
  * with what happened, never as an error of ours.
  */
 describe('when the client goes away in the middle of a list', () => {

@@ -6,10 +6,10 @@ import { readMetrics, valueOf } from './support/metrics';
 import { waitFor } from './support/wait';
 
 /**
- * A 503 means nothing was written (docs/decisions.md#a-5xx-says-what-was-written): PostgreSQL
+ * A 503 means nothing was written (docs/reference/requests-and-answers.md#a-5xx-says-what-was-written): PostgreSQL
  * itself cuts off a statement that waits for a lock or runs too long, and rolls it back, before the
  * service answers 503; and a service kept busy meanwhile waits, it does not fail
- * (docs/decisions.md#busy-is-not-down).
+ * (docs/reference/requests-and-answers.md#busy-is-not-down).
  */
 describe('a write while another session holds a lock on the catalog', () => {
   let svc: TestService;

@@ -32,7 +32,7 @@ export async function getBike(
 
 /**
  * POST /bikes/ under one Idempotency-Key (a random UUID unless given) kept across its retries
- * (docs/decisions.md#idempotency-keys): whatever the answers, the service makes one bike at most.
+ * (docs/reference/caching-and-conditions.md#idempotency-keys): whatever the answers, the service makes one bike at most.
  * After an answer that leaves the outcome unknown (504, a lost connection), the bike named in
  * `Content-Location` is read: if it is there, it is the answer; otherwise the key is sent again,
  * which answers the bike if the first attempt made it, or makes it.

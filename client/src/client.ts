@@ -21,7 +21,7 @@ export interface CatalogClientOptions {
    */
   token?: TokenSource;
   /**
-   * An API key your operator issued (`bk_live_...`, docs/decisions.md#api-keys): the client trades
+   * An API key your operator issued (`bk_live_...`, docs/reference/callers.md#api-keys): the client trades
    * it for a token at POST /api/user, and again before each token expires. Not with `token`.
    */
   apiKey?: string;
@@ -84,7 +84,7 @@ export function createCatalogClient(options: CatalogClientOptions): CatalogClien
       (bounded) =>
         api.POST('/api/user', {
           body: username === undefined || apiKey !== undefined ? undefined : { username },
-          // An API key is traded for a token of its own (docs/decisions.md#api-keys).
+          // An API key is traded for a token of its own (docs/reference/callers.md#api-keys).
           ...(apiKey !== undefined && { headers: { Authorization: `Bearer ${apiKey}` } }),
           signal: bounded,
         }),

@@ -2,7 +2,7 @@ import type { Middleware } from 'openapi-fetch';
 
 /**
  * Sends every request body gzip-compressed (`Content-Encoding: gzip`), which each route that
- * reads a body takes (docs/decisions.md#content-codings). CompressionStream is in
+ * reads a body takes (docs/reference/requests-and-answers.md#content-codings). CompressionStream is in
  * browsers and Node.js alike.
  */
 export const gzipBodies: Middleware = {

@@ -89,7 +89,7 @@ function challengeOf(response: Response): Record<string, string> {
   return Object.fromEntries([...header.matchAll(/(\w+)="([^"]*)"/g)].map(([, name, value]) => [name, value]));
 }
 
-/** A 401: the write carried no token (docs/decisions.md#refusals). */
+/** A 401: the write carried no token (docs/reference/callers.md#refusals). */
 export class TokenMissingError extends RequestError {
   override name = 'TokenMissingError';
 }

@@ -5,7 +5,7 @@ import { persist } from './retry.ts';
 import type { FacetName, Facets, Filters } from './types.ts';
 
 /**
- * GET /bikes/facets (docs/decisions.md#facets): for the bikes that pass `filters` (those of
+ * GET /bikes/facets (docs/reference/browse-and-sync.md#facets): for the bikes that pass `filters` (those of
  * `pages`, `q` included), the total, each facet's values with their counts (each counted without
  * its own filter: a storefront's checkboxes) and the range of minimum prices in each currency.
  * `facets`: which to count; all five when absent.

@@ -7,7 +7,7 @@ import type { Bike, Filters, Sort } from './types.ts';
 /**
  * GET /bikes, page after page: each page's bikes, the next page asked for at the address its
  * `Link: <...>; rel="next"` gives, as it is, until a page has none
- * (docs/decisions.md#paged-listing). `limit` is the size of a page (1 to 250; 24 when absent).
+ * (docs/reference/browse-and-sync.md#paged-listing). `limit` is the size of a page (1 to 250; 24 when absent).
  */
 export async function* pages(
   ctx: Context,

@@ -2524,7 +2524,7 @@ export interface operations {
                 /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
                 "X-Request-Id"?: string;
                 /**
-                 * @description Your name for this create, to retry it safely (1 to 255 visible ASCII characters, no comma; make it unguessable: a UUID v4 per create). Sent again with the same fields, it answers the first 200 again (with `Idempotent-Replayed: true`) and creates nothing; with other fields, 422; while the first request is still running, 409. Whose keys it is among, and for how long: docs/decisions.md#idempotency-keys.
+                 * @description Your name for this create, to retry it safely (1 to 255 visible ASCII characters, no comma; make it unguessable: a UUID v4 per create). Sent again with the same fields, it answers the first 200 again (with `Idempotent-Replayed: true`) and creates nothing; with other fields, 422; while the first request is still running, 409. Whose keys it is among, and for how long: docs/reference/caching-and-conditions.md#idempotency-keys.
                  * @example 8e03978e-40d5-43e8-bc93-6894a57f9324
                  */
                 "Idempotency-Key"?: string;

@@ -37,7 +37,7 @@ function sendWritten(ctx: Koa.Context, tags: EntityTags, written: StoredBike | t
 /**
  * A write of the bike at `path` whose outcome cannot be known (the database stopped answering
  * while it ran): 504, saying so, and naming the bike, so the client can look
- * (docs/decisions.md#a-5xx-says-what-was-written).
+ * (docs/reference/requests-and-answers.md#a-5xx-says-what-was-written).
  */
 async function writing<T>(path: string, write: Promise<T>): Promise<T> {
   try {
@@ -49,7 +49,7 @@ async function writing<T>(path: string, write: Promise<T>): Promise<T> {
 }
 
 /**
- * Idempotency-Key (docs/decisions.md#idempotency-keys): the client's name for one create, as
+ * Idempotency-Key (docs/reference/caching-and-conditions.md#idempotency-keys): the client's name for one create, as
  * sent, 1 to 255 visible ASCII characters; no comma, so a key sent twice (which arrives joined by
  * one) is refused.
  */
@@ -195,7 +195,7 @@ export const updateBike = operation({
   input: inputOf({ body: patch }),
   invalid: 400,
   // The bike must exist before its fields are judged: a missing bike is 404 first
-  // (docs/decisions.md#partial-update-patch).
+  // (docs/reference/reads-and-writes.md#partial-update-patch).
   mustExist: true,
   preconditions: true,
   writesResource: true,

@@ -9,7 +9,7 @@ import { BIKES, bikesJson, EXAMPLE_BIKE } from './bike-json';
 import { operation } from './operation';
 
 /**
- * GET /bikes (docs/decisions.md#paged-listing): the catalog filtered, in one of its orders, a page
+ * GET /bikes (docs/reference/browse-and-sync.md#paged-listing): the catalog filtered, in one of its orders, a page
  * at a time (the statements are src/bikes/pages.ts); each page links the next with a cursor that
  * says where it starts (page-cursors.ts).
  */
@@ -31,7 +31,7 @@ const queryText = () =>
 const MAX_VALUES = 100;
 
 /**
- * A filter that may be repeated: any of its values (docs/decisions.md#query-parameters: the
+ * A filter that may be repeated: any of its values (docs/reference/http.md#query-parameters: the
  * endpoint reads one value as a list of one).
  */
 const queryList = () => yup.array(queryText().defined()).typeError(WRONG_TYPE).strict().min(1).max(MAX_VALUES);
@@ -63,7 +63,7 @@ export const priceRangeInACurrency = (
 
 /**
  * The query: its parameters, a price range only with its currency, relevance only with words. A
- * parameter it does not know is refused before (endpoint.ts; docs/decisions.md#query-parameters).
+ * parameter it does not know is refused before (endpoint.ts; docs/reference/http.md#query-parameters).
  */
 const browseQuery = yup
   .object({

@@ -9,8 +9,8 @@ import { changeJson, EXAMPLE_BIKE, ref } from './bike-json';
 import { type Api, operation } from './operation';
 
 /**
- * GET /bikes/changes: the change feed (docs/decisions.md#the-change-feed), a page at a time, or as
- * Server-Sent Events as the changes commit (docs/decisions.md#live-updates). What the feed gives,
+ * GET /bikes/changes: the change feed (docs/reference/browse-and-sync.md#the-change-feed), a page at a time, or as
+ * Server-Sent Events as the changes commit (docs/reference/browse-and-sync.md#live-updates). What the feed gives,
  * and when it cannot go on, is src/feed/following.ts; the stream's framing is src/http/event-stream.ts.
  */
 

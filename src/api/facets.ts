@@ -6,7 +6,7 @@ import { FILTER_PARAMETERS, filtersOf, pageFilters, priceRangeInACurrency } from
 import { operation } from './operation';
 
 /**
- * GET /bikes/facets (docs/decisions.md#facets): for a storefront's listing page, how many bikes
+ * GET /bikes/facets (docs/reference/browse-and-sync.md#facets): for a storefront's listing page, how many bikes
  * pass the filters and `q` of GET /bikes, each facet's values with their counts (each counted
  * without its own filter), and the range of minimum prices in each currency.
  */

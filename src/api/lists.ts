@@ -10,7 +10,7 @@ import { type Api, operation } from './operation';
 
 /**
  * Every bike, and the bikes whose title contains a term: one JSON array each, streamed
- * (docs/decisions.md#all-bikes-at-any-size), its rows all of one snapshot.
+ * (docs/reference/reads-and-writes.md#all-bikes-at-any-size), its rows all of one snapshot.
  */
 
 /**

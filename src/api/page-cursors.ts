@@ -5,7 +5,7 @@ import type { PageKey, Sort } from '../bikes/pages';
 import type { Cursors } from '../http/cursors';
 
 /**
- * The page cursors (docs/decisions.md#cursors): where the next page starts (the last row's keys
+ * The page cursors (docs/reference/browse-and-sync.md#cursors): where the next page starts (the last row's keys
  * and seq), bound to the sort and the filters of the pages it continues. A cursor of another sort
  * or other filters would start a page in the wrong place: it is refused like a tampered one.
  */

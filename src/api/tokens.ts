@@ -59,14 +59,14 @@ export const issueToken = operation({
   // U+0000 or a lone surrogate travels (JSON-escaped) and reads back as sent.
   async handle(ctx, { body }, _request, { tokens, keys }) {
     const bearer = ctx.get('Authorization').split(' ')[1];
-    // An API key is traded for a token of its own, in either mode (docs/decisions.md#api-keys).
+    // An API key is traded for a token of its own, in either mode (docs/reference/callers.md#api-keys).
     if (bearer !== undefined && isApiKey(bearer)) {
       const grant = await keys.use(hashOfKey(bearer));
       if (!grant) throw tokenRefusal(new TokenRefused('unknown-key'));
       ctx.body = { token: tokens.issueForKey({ ...grant, scopes: scopesAmong(grant.scopes) }) };
       return;
     }
-    // TOKEN_ISSUANCE=closed: tokens come from keys, the operator or the identity provider (docs/decisions.md#who-may-write).
+    // TOKEN_ISSUANCE=closed: tokens come from keys, the operator or the identity provider (docs/reference/callers.md#who-may-write).
     if (!tokens.issuanceOpen) throw issuanceClosed(ISSUANCE_CLOSED);
     ctx.body = { token: tokens.issue(body.username) };
   },

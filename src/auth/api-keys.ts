@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 
 /**
- * API keys (docs/decisions.md#api-keys): 256 random bits behind a prefix a secret scanner (and a
+ * API keys (docs/reference/callers.md#api-keys): 256 random bits behind a prefix a secret scanner (and a
  * person) recognises, shown once, kept only as their SHA-256. A key this long needs no slow hash:
  * no one can search its space, whatever they know of its hash.
  */

@@ -9,7 +9,7 @@ import { uidOfServerEnd } from '../socket-owner';
 
 /**
  * Where the identity provider's key set is read from, and how it is trusted
- * (docs/decisions.md#who-may-write): a file only root (or we) can change, an https:// URL, or an
+ * (docs/reference/callers.md#who-may-write): a file only root (or we) can change, an https:// URL, or an
  * http:// URL on this machine whose listener is proved to run as a user we trust: root, ourselves,
  * or JWT_JWKS_OWNER. Whatever is read is bounded: a set larger than MAX_KEY_SET_BYTES is refused,
  * as one that does not answer is.

@@ -18,7 +18,7 @@ export interface IdentityProvider {
   audience: string;
   /**
    * JWT_SCOPE_MAP: the provider's names for our scopes (its name -> ours). Unset, its tokens'
-   * scopes are read by our names (docs/decisions.md#scopes).
+   * scopes are read by our names (docs/reference/callers.md#scopes).
    */
   scopeNames?: Readonly<Record<string, readonly Scope[]>>;
 }
@@ -55,7 +55,7 @@ function refusalOf(err: unknown): TokenRefused {
 /** The algorithms of the provider's tokens: its keys are public keys, never a shared secret. */
 export const PROVIDER_ALGORITHMS = ['RS256', 'ES256'];
 
-/** How the key set is kept (docs/decisions.md#who-may-write); tests shorten the age. */
+/** How the key set is kept (docs/reference/callers.md#who-may-write); tests shorten the age. */
 export interface KeySetTiming {
   /** A key set older than this is fetched again before a token is verified with it. */
   maxAgeMs: number;

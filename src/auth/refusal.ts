@@ -1,7 +1,7 @@
 /**
  * Why a token is refused, as RFC 6750 (3.1) tells a client: each reason its own `error` code and
  * `error_description` in the 403's WWW-Authenticate, its own plain-text reason, and its own count
- * in /metrics (docs/decisions.md#refusals).
+ * in /metrics (docs/reference/callers.md#refusals).
  */
 const REFUSALS = {
   expired: 'the token has expired',

@@ -1,5 +1,5 @@
 /**
- * What a token may do, declared once (docs/decisions.md#scopes): each operation that needs a
+ * What a token may do, declared once (docs/reference/callers.md#scopes): each operation that needs a
  * token names the scope it needs (its declaration in src/api/), the OpenAPI document lists them,
  * and a token, a key or an identity provider's token grants some of them. In the open mode every
  * token has every scope, as the specification lets any token write.

@@ -9,7 +9,7 @@ import { TokenRefused } from './refusal';
 import { ALL_SCOPES, type Scope, scopesAmong } from './scopes';
 
 /**
- * The longest a token the service signs may live (docs/decisions.md#tokens): POST /api/user's
+ * The longest a token the service signs may live (docs/reference/callers.md#tokens): POST /api/user's
  * always do, the operator's at most.
  */
 export const MAX_TOKEN_LIFETIME_SECONDS = 1800;
@@ -20,7 +20,7 @@ const CLOCK_SKEW_SECONDS = 5;
 /** How many verified tokens are remembered (about 300 bytes each). */
 const VERIFIED_TOKENS = 10_000;
 
-/** TOKEN_ISSUANCE: whether POST /api/user gives anyone a token (docs/decisions.md#who-may-write). */
+/** TOKEN_ISSUANCE: whether POST /api/user gives anyone a token (docs/reference/callers.md#who-may-write). */
 export type TokenIssuance = 'open' | 'closed';
 
 export interface TokenSettings {
@@ -38,7 +38,7 @@ export interface Tokens {
   issue(username: string | undefined): string;
   /**
    * A token of POST /api/user for an API key: `{ username: <label>, key: <id>, scope, iss: KEY_ISSUER,
-   * iat, exp, jti }`, living 1800 s (docs/decisions.md#api-keys).
+   * iat, exp, jti }`, living 1800 s (docs/reference/callers.md#api-keys).
    */
   issueForKey(grant: ApiKeyGrant): string;
   /**
@@ -54,13 +54,13 @@ export interface Tokens {
  */
 const keyOf = (secret: string): KeyObject => createSecretKey(Buffer.from(secret));
 
-/** 128 random bits: no two tokens the service signs are the same (docs/decisions.md#tokens). */
+/** 128 random bits: no two tokens the service signs are the same (docs/reference/callers.md#tokens). */
 const newTokenId = () => randomBytes(16).toString('base64url');
 
 /**
  * A token from the operator (`npm run token`) for `username`, living `lifetimeSeconds`: signed
  * with the service's secret, like POST /api/user's, and told apart from them by its `iss`, which
- * that endpoint never sets (docs/decisions.md#who-may-write).
+ * that endpoint never sets (docs/reference/callers.md#who-may-write).
  */
 export function operatorToken(
   secret: string,
@@ -82,10 +82,10 @@ export function operatorToken(
 /**
  * `verify` picks the verifier by the token's `alg`, from an allow-list: HS256 is verified over
  * the service's secret only, RS256 and ES256 with the identity provider's keys only, so a public
- * key is never taken for a secret (docs/decisions.md#who-may-write). It remembers the HS256
+ * key is never taken for a secret (docs/reference/callers.md#who-may-write). It remembers the HS256
  * tokens it accepted, by their exact text, until they expire: a client sends the same token with
  * every write for up to 30 minutes, and jsonwebtoken's verification cost about 35 µs of each
- * write's CPU (docs/decisions.md#tokens). The provider's tokens are verified each time, so a key
+ * write's CPU (docs/reference/callers.md#tokens). The provider's tokens are verified each time, so a key
  * it has withdrawn stops a token once the set is fetched again.
  */
 export function createTokens(secret: string, settings: TokenSettings = { issuance: 'open' }): Tokens {
@@ -105,7 +105,7 @@ export function createTokens(secret: string, settings: TokenSettings = { issuanc
     if (typeof payload === 'string') throw new TokenRefused('malformed');
     const { iat, exp, iss, username, scope, key: keyId } = payload;
     // Only tokens that live as long as ours do: a correctly signed token without exp, or with a
-    // longer life, is refused too (docs/decisions.md#tokens).
+    // longer life, is refused too (docs/reference/callers.md#tokens).
     if (typeof iat !== 'number' || typeof exp !== 'number') throw new TokenRefused('malformed');
     if (exp <= iat || exp - iat > MAX_TOKEN_LIFETIME_SECONDS) throw new TokenRefused('malformed');
     if (iat > Date.now() / 1000 + CLOCK_SKEW_SECONDS) throw new TokenRefused('malformed');
@@ -127,7 +127,7 @@ export function createTokens(secret: string, settings: TokenSettings = { issuanc
     return { caller: Object.freeze({ proven: false, subject: username ?? null, scopes: ALL_SCOPES }), exp };
   }
 
-  /** In the open mode every token has every scope (docs/decisions.md#scopes). */
+  /** In the open mode every token has every scope (docs/reference/callers.md#scopes). */
   const withScopes = (caller: Caller): Caller =>
     issuanceOpen && caller.scopes.length < ALL_SCOPES.length
       ? Object.freeze({ ...caller, scopes: ALL_SCOPES })

@@ -96,7 +96,7 @@ export type BikePatch = yup.InferType<typeof patch>;
 
 /**
  * The title with every space (U+0020) turned into '-', then lowercased, and nothing else
- * (docs/decisions.md#handle).
+ * (docs/reference/bike.md#handle).
  */
 export function deriveHandle(title: string): string {
   return title.replaceAll(' ', '-').toLowerCase();

@@ -4,9 +4,9 @@ import type { Query } from '../db/pool';
 import { headThenRows, kysely, prepare } from '../db/sql';
 
 /**
- * The catalog's version, as every list's ETag uses it (docs/decisions.md#conditional-get), and
+ * The catalog's version, as every list's ETag uses it (docs/reference/caching-and-conditions.md#conditional-get), and
  * what a list's rows are consistent with, as the change feed goes on from it
- * (docs/decisions.md#the-change-feed): read in the same statement as the rows, or alone for a 304.
+ * (docs/reference/browse-and-sync.md#the-change-feed): read in the same statement as the rows, or alone for a 304.
  */
 
 /**
@@ -27,12 +27,12 @@ const versionSlots = () =>
       max(xmin::text::bigint)::text AS touched FROM catalog_version_slots)`.as('slots');
 
 /**
- * What a list's ETag is made of (docs/decisions.md#conditional-get): the sum of the version
+ * What a list's ETag is made of (docs/reference/caching-and-conditions.md#conditional-get): the sum of the version
  * slots, which every committed change to bikes bumps; the newest transaction that bumped one (a
  * restore rewrites them all); and the triggers that keep them (catalogTriggers). Unless they are
  * `counting`, a change may leave the slots as they were, and no version stands for the rows.
  * `snapshot`: what the reading statement sees (pg_current_snapshot), which the change feed goes on
- * from (docs/decisions.md#the-change-feed). The slots and the triggers are one row each, and so is
+ * from (docs/reference/browse-and-sync.md#the-change-feed). The slots and the triggers are one row each, and so is
  * the pruning's state, joined so that a missing one leaves its horizon null instead of the row out.
  */
 const listVersion = () =>
@@ -56,7 +56,7 @@ export const withListVersion = <Row extends object, RowsDB extends DB, From exte
 
 /**
  * What a list's rows are consistent with, for the change feed to go on from
- * (docs/decisions.md#the-change-feed): the snapshot they were read in, the state of the triggers
+ * (docs/reference/browse-and-sync.md#the-change-feed): the snapshot they were read in, the state of the triggers
  * that capture changes then, and how far pruning of the change log had gone.
  */
 export interface Seen {

@@ -6,7 +6,7 @@ import { type Seen, seenOf, type Unchanged, unchangedFor, versionOf, withListVer
 import { filterOf, type FilterName, type PageFilters, searchTerms, shapeOf, shapedCondition, valueOf } from './filters';
 
 /**
- * GET /bikes/facets (docs/decisions.md#facets): how many bikes pass every filter and `q`, and each
+ * GET /bikes/facets (docs/reference/browse-and-sync.md#facets): how many bikes pass every filter and `q`, and each
  * facet's values with their counts, each counted with every filter but that facet's own
  * (disjunctive), and the range of minimum prices in each currency, every filter but the price range
  * applied: one statement, one scan of the bikes that pass the filters no facet has (`q`,

@@ -319,7 +319,7 @@ export function setColumns(p: ParamsOf<Omit<BikeRow, 'id'>>): WrittenColumns {
 /**
  * A patch's SET: each column the patch names set to its value, null included, and every other as
  * the update finds it, so concurrent patches of other fields are kept; one statement, compiled
- * once, for every set of fields (docs/decisions.md#partial-update-patch).
+ * once, for every set of fields (docs/reference/reads-and-writes.md#partial-update-patch).
  */
 export function patchColumns(p: ParamsOf<PatchRow>): WrittenColumns {
   return BIKE.patchColumns('bikes', p) as WrittenColumns;

@@ -2,9 +2,9 @@ import { type RawBuilder, sql } from 'kysely';
 import { containing } from '../db/sql';
 
 /**
- * What GET /bikes and GET /bikes/facets filter by (docs/decisions.md#paged-listing), each filter
+ * What GET /bikes and GET /bikes/facets filter by (docs/reference/browse-and-sync.md#paged-listing), each filter
  * as a condition in SQL: every filter given must hold, and a filter given several values holds for
- * a bike that has any of them. `q`, a shopper's words, is docs/decisions.md#a-shoppers-search.
+ * a bike that has any of them. `q`, a shopper's words, is docs/reference/browse-and-sync.md#a-shoppers-search.
  */
 
 /** How many characters of a string the indexes hold (the migration browse: the `*_key` columns). */
@@ -81,7 +81,7 @@ const matchesWords = sql<boolean>`bikes.search_words @@ ${terms(8)}`;
  * A bike's rank for `q`, 0 best: 0-3 when it has every word as given (the last as a prefix too),
  * in the title alone (0), the title or vendor (1), with the product type (2), or anywhere (3);
  * 4-7 the same with typos. A whole number from the bike's words alone, so a page's cursor can
- * carry it (docs/decisions.md#a-shoppers-search).
+ * carry it (docs/reference/browse-and-sync.md#a-shoppers-search).
  */
 export const searchRank = sql<number>`CASE ${sql.join(
   [1, 2, 3, 4, 5, 6, 7].map((i) => sql`WHEN bikes.search_words @@ ${terms(i)} THEN ${sql.lit(i - 1)}`),

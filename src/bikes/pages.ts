@@ -8,10 +8,10 @@ import { BIKE_COLUMNS, fromModelFields } from './fields';
 import { type PageFilters, searchRank, searchTerms, shapeOf, shapedCondition, valueOf } from './filters';
 
 /**
- * GET /bikes's pages (docs/decisions.md#paged-listing): the catalog in one of its orders, filtered,
+ * GET /bikes's pages (docs/reference/browse-and-sync.md#paged-listing): the catalog in one of its orders, filtered,
  * a page at a time, each page the rows after the last one's key (keyset, never OFFSET), so that
  * every page is a range of an index (the migration browse), however deep. With a shopper's words
- * (`q`), their matches, by relevance or in any other order (docs/decisions.md#a-shoppers-search).
+ * (`q`), their matches, by relevance or in any other order (docs/reference/browse-and-sync.md#a-shoppers-search).
  */
 
 /**
@@ -96,7 +96,7 @@ const orderOf = (sort: Sort): Order => (sort.startsWith('-') ? sort.slice(1) : s
  * another follows), in one statement, one snapshot. Each shape is compiled once, when first asked
  * for. The number of rows is part of the text, not a parameter: PostgreSQL plans a LIMIT it cannot
  * see for a tenth of the table, so a plan made once for every limit never looks as cheap as one
- * made for each, and a prepared page would be planned anew every time (docs/decisions.md#prepared-statements).
+ * made for each, and a prepared page would be planned anew every time (docs/reference/database.md#prepared-statements).
  */
 function pageStatement(sort: Sort, filters: string[], after: boolean, rows: number) {
   const columns: readonly KeyColumn[] = ORDERS[orderOf(sort)];

@@ -30,7 +30,7 @@ import {
  * The catalog's storage, in Bike objects. Every read and every write is one SQL statement,
  * compiled once (src/db/sql.ts) and checked against the tables prisma/schema.prisma defines; a
  * write carries its preconditions in its own statement, so the happy path is one round trip
- * (docs/decisions.md#prisma-client).
+ * (docs/reference/database.md#prisma-client).
  */
 
 /** Rows per list or search batch: memory holds one batch at a time however large the catalog is. */
@@ -43,7 +43,7 @@ const BEFORE_FIRST_SEQ = '-9223372036854775808';
  * A state of a bike, `<version>.<xmin>`: its version (drawn from one sequence at every insert
  * and, by a trigger, every update) and the transaction that wrote the row (PostgreSQL's own
  * xmin, which no restore, copy or switched-off trigger can keep). Its strong ETag is made of it
- * (docs/decisions.md#conditional-get).
+ * (docs/reference/caching-and-conditions.md#conditional-get).
  */
 const STATE = sql<string>`(bikes.version::text || '.' || bikes.xmin::text)`;
 
@@ -51,13 +51,13 @@ const STATE = sql<string>`(bikes.version::text || '.' || bikes.xmin::text)`;
 const STORED_COLUMNS = [...BIKE_COLUMNS, STATE.as('state')] as const;
 
 /**
- * Who writes, as the change log records it (docs/decisions.md#who-changed-what): a token's
+ * Who writes, as the change log records it (docs/reference/callers.md#who-changed-what): a token's
  * subject (null: none) and, when someone vouches for it, the token's issuer. A Caller is one.
  */
 export interface Writer {
   subject: string | null;
   issuer?: string;
-  /** What the token may do (docs/decisions.md#scopes), recorded with the change. */
+  /** What the token may do (docs/reference/callers.md#scopes), recorded with the change. */
   scopes: readonly string[];
   /** The API key the token was traded for: the write stands only while the key does. */
   keyId?: string;
@@ -87,7 +87,7 @@ const writerValue = ({ subject, issuer, scopes, keyId }: Writer) => [
 const asWriter = ({ writer }: ReturnType<typeof writerParams>) =>
   kysely.with(
     (cte) => cte('writer').materialized(),
-    // A token traded for an API key writes only while the key stands (docs/decisions.md#api-keys):
+    // A token traded for an API key writes only while the key stands (docs/reference/callers.md#api-keys):
     // api_key_stands raises BCK01, and the statement changes nothing, once it is revoked or expired.
     () =>
       sql<{
@@ -115,7 +115,7 @@ const meets = ({ ifMatch, ifNoneMatch }: ReturnType<typeof conditionParams>) =>
 
 /** The advisory lock space of idempotency keys: hashtextextended's seed, so other locks do not collide with it. */
 const IDEMPOTENCY_LOCK_SEED = 2_024_112_303;
-/** How long an Idempotency-Key is remembered (docs/decisions.md#idempotency-keys: at least 24 hours). */
+/** How long an Idempotency-Key is remembered (docs/reference/caching-and-conditions.md#idempotency-keys: at least 24 hours). */
 const IDEMPOTENCY_KEY_LIFETIME = '24 hours';
 
 /** @public bench/run.js requires them from dist/ (--explain). */
@@ -214,7 +214,7 @@ export const statements = {
     asWriter(p).deleteFrom('bikes').using('writer').where('id', '=', p.id).where(meets(p)).returning('bikes.id'),
   ),
   /**
-   * A create under an Idempotency-Key, in one statement (docs/decisions.md#idempotency-keys):
+   * A create under an Idempotency-Key, in one statement (docs/reference/caching-and-conditions.md#idempotency-keys):
    * the key's advisory lock, taken unless a request with this key is still running; the key
    * claimed, when new or past its lifetime, with the version drawn for the bike and the
    * transaction's id (the bike's xmin), so a replay answers with the ETag the create did; the
@@ -353,7 +353,7 @@ export function createBikeRepository({ writes, reads = poolReads(writes) }: { wr
       ),
 
     /**
-     * Creates the bike once for a client's Idempotency-Key (docs/decisions.md#idempotency-keys),
+     * Creates the bike once for a client's Idempotency-Key (docs/reference/caching-and-conditions.md#idempotency-keys),
      * in one statement: a key seen before (within 24 hours) gives the answer it got (`replay`),
      * or `mismatch` when its fields differ; a key whose first request is still running gives
      * `in-flight`. A statement that does not commit leaves neither key nor bike.
@@ -402,7 +402,7 @@ export function createBikeRepository({ writes, reads = poolReads(writes) }: { wr
      * has the list at a version, the version is read alone first, so a 304 reads no row (`current`
      * is then true). Otherwise the version and the first batch are one statement: a list that fits
      * in it (most searches) is one round trip. A longer one goes on in a snapshot (Reads.snapshot)
-     * whose version is the first statement's, so it saw the same changes (docs/decisions.md#conditional-get);
+     * whose version is the first statement's, so it saw the same changes (docs/reference/caching-and-conditions.md#conditional-get);
      * or, when a write came between, starts again in it. The batches are read as they are iterated;
      * stopping ends the snapshot.
      */

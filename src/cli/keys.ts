@@ -50,7 +50,7 @@ function commandOf(args: string[]): Command {
 const when = (date: Date | null, none: string) => (date === null ? none : date.toISOString());
 
 /**
- * npm run keys: the operator's API keys (docs/decisions.md#api-keys). `add` prints the new key
+ * npm run keys: the operator's API keys (docs/reference/callers.md#api-keys). `add` prints the new key
  * once, alone on stdout (the store keeps only its SHA-256); `list` shows every key but never
  * one; `revoke` stops a key, and every token traded for it, on every instance at once.
  */

@@ -14,7 +14,7 @@ import { BIKE_TYPES, BRANDS, COLOURS, CURRENCIES } from './bike-shop';
 /**
  * npm run db:seed [-- --count 25] [-- --seed 42]: adds bikes that read like a bike shop's
  * catalog (src/cli/bike-shop.ts) with Prisma Client's createMany, a thousand to an INSERT, in
- * DATABASE_URL or the embedded database (docs/decisions.md#prisma-client). Applies pending migrations first,
+ * DATABASE_URL or the embedded database (docs/reference/database.md#prisma-client). Applies pending migrations first,
  * so it works on a database nothing has touched yet. `--seed` makes the bikes the same on every
  * run. Only node and the production dependencies are needed: it runs in the container image.
  */

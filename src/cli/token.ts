@@ -31,7 +31,7 @@ function readOptions(args: string[]): { username: string; ttl: number; scopes: S
 
 /**
  * npm run token -- --username <name> [--ttl <seconds>] [--scopes <list>]: the operator's command for a token
- * (docs/decisions.md#who-may-write), which the service accepts whatever TOKEN_ISSUANCE says. It
+ * (docs/reference/callers.md#who-may-write), which the service accepts whatever TOKEN_ISSUANCE says. It
  * signs with the service's own secret, from the same settings (JWT_SECRET, JWT_SECRET_FILE, or
  * the one the embedded database's DATA_DIR keeps), and prints the token alone on stdout; the
  * secret is never printed.

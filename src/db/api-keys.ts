@@ -3,7 +3,7 @@ import type { Query } from './pool';
 import { kysely, param, prepare } from './sql';
 
 /**
- * The API keys the operator issues (docs/decisions.md#api-keys), in the table `api_keys`: each kept
+ * The API keys the operator issues (docs/reference/callers.md#api-keys), in the table `api_keys`: each kept
  * as the SHA-256 of the key alone, with its label, its scopes and its times. Revoking keeps the
  * row, so its label still names its writes in the change log; a label is never used twice.
  */

@@ -3,7 +3,7 @@ import type { Query } from './pool';
 
 /**
  * The identity of this catalog's history, part of every ETag and cursor, so that none given out
- * in one history is ever honoured in another (docs/decisions.md#catalog-identity). It is made of
+ * in one history is ever honoured in another (docs/reference/caching-and-conditions.md#catalog-identity). It is made of
  * what no copy, restore or failover carries over: the random id the migrations made
  * (catalog_identity), the cluster's system identifier (another cluster: a restore elsewhere),
  * its timeline (a point-in-time recovery or a promoted replica, whose later transactions may

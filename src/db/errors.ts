@@ -80,7 +80,7 @@ export function isRejectedValue(err: unknown): boolean {
 /**
  * True when a write stopped because the API key its token was traded for no longer stands
  * (SQLSTATE BCK01, raised by the migration api_keys' api_key_stands in the write's own statement):
- * revoked, or expired, since the token was issued (docs/decisions.md#api-keys).
+ * revoked, or expired, since the token was issued (docs/reference/callers.md#api-keys).
  */
 export function isRevokedKey(err: unknown): boolean {
   return factsOf(err).codes.includes('BCK01');

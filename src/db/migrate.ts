@@ -173,7 +173,7 @@ function roleOf(url: string): string {
 
 /**
  * What the service's role may do, table by table, when it is not the role that migrates
- * (docs/decisions.md#the-services-role): read and write the catalog and its own bookkeeping of
+ * (docs/reference/running-the-service.md#the-services-role): read and write the catalog and its own bookkeeping of
  * requests, read the rest. It cannot change the schema, the triggers, the version counters
  * (kept by triggers that run with their owner's rights) or the catalog's identity. Sequences:
  * USAGE, for the defaults that draw from them, not the right to set them back.
@@ -244,7 +244,7 @@ async function configureServiceRole(client: Client, role: string, log: (message:
  * The triggers that keep the catalog's versions (and its change log) fire whoever writes: ENABLE
  * ALWAYS, as the migrations made them. One the tables' owner switched off, or on again with plain
  * ENABLE (which leaves it off for replication sessions), is put back by a role that may, and said
- * (docs/decisions.md#conditional-get): until then the lists answer without an ETag.
+ * (docs/reference/caching-and-conditions.md#conditional-get): until then the lists answer without an ETag.
  */
 async function triggersAlwaysOn(client: Client, log: (message: string) => void): Promise<void> {
   const { rows } = await client.query<{ name: string }>(
@@ -272,7 +272,7 @@ export interface Retention {
 
 /**
  * The change log's retentions, CHANGES_RETENTION_DAYS and HISTORY_RETENTION_DAYS
- * (docs/decisions.md#the-change-feed), kept where prune_bike_changes reads them, so that no
+ * (docs/reference/browse-and-sync.md#the-change-feed), kept where prune_bike_changes reads them, so that no
  * cut-off its caller gives prunes within them. Only a role that may write them sets them: the one
  * that migrates. A service role that may only read them keeps them as they are, and says so when
  * it asks for less.
@@ -301,7 +301,7 @@ async function keepRetention(client: Client, retention: Retention, log: (message
 
 /**
  * The role a query runs as owns the catalog's tables, or is a superuser, and so could change or
- * drop them (docs/decisions.md#when-the-service-role-owns-the-catalog); its name either way.
+ * drop them (docs/reference/running-the-service.md#when-the-service-role-owns-the-catalog); its name either way.
  */
 export async function roleMayChangeSchema(db: Pick<Client, 'query'>): Promise<{ role: string; may: boolean }> {
   const { rows } = await db.query<{ role: string; may: boolean }>(
@@ -383,7 +383,7 @@ async function pendingAt(server: Server): Promise<string[]> {
  * may be one that cannot change the schema (the compose stacks' api), it first reads, as that
  * role, what is pending: nothing, and it migrates nothing and grants nothing; something, and it
  * migrates as that role, which must then own the schema, or the start fails with one line that
- * says what to run (docs/decisions.md#starting-without-a-migrating-role). Either way the role
+ * says what to run (docs/reference/running-the-service.md#starting-without-a-migrating-role). Either way the role
  * then sets its own settings (ROLE_SETTINGS, which a 5xx's meaning rests on).
  */
 export async function prepareToServe(

@@ -33,7 +33,7 @@ export const ROLE_SETTINGS = {
 /**
  * DATABASE_PREPARED_STATEMENTS: whether a connection prepares the statements compiled once
  * (src/db/sql.ts) under their names, so that PostgreSQL parses each once per connection, and
- * plans it once where one plan serves every value (docs/decisions.md#prepared-statements). `auto`:
+ * plans it once where one plan serves every value (docs/reference/database.md#prepared-statements). `auto`:
  * on each connection that is a session of the server's own, off through a transaction pooler.
  */
 export type PreparedStatements = 'auto' | 'on' | 'off';
@@ -389,7 +389,7 @@ export function isStaleStatement(err: unknown): boolean {
  * Queries on one connection of the pool, checked out. Through pg's callback form, as pg-pool's
  * own `query` does: its promise form kept each result reachable for longer, and a list of
  * 100,000 bikes read in 400 batches on one connection grew the heap by 35 MB more
- * (docs/decisions.md#compression). A statement prepared before that no longer stands was refused
+ * (docs/reference/caching-and-conditions.md#compression). A statement prepared before that no longer stands was refused
  * before it ran: the connection prepares nothing more (nor any of its pool's, when the server
  * forgot it), and the statement runs again unnamed, unless `inTransaction` (which the refusal
  * ended: the error is the caller's, isStaleStatement).
@@ -467,7 +467,7 @@ export async function acquire(pool: ServicePool): Promise<PoolClient> {
 /**
  * The write's statement reached PostgreSQL, and then its connection was lost before the answer
  * came: it may have committed or not, and no one can tell at that moment
- * (docs/decisions.md#a-5xx-says-what-was-written).
+ * (docs/reference/requests-and-answers.md#a-5xx-says-what-was-written).
  */
 export class WriteOutcomeUnknown extends Error {}
 

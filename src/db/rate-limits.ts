@@ -5,7 +5,7 @@ import { kysely, param, prepare } from './sql';
 /**
  * Requests per client per window, counted by each instance first and added to counters shared by
  * every instance (the table rate_limits, UNLOGGED) in one statement for all clients, so a request
- * costs no round trip of its own (docs/decisions.md#abuse-limits). Each instance knows the shared
+ * costs no round trip of its own (docs/reference/callers.md#abuse-limits). Each instance knows the shared
  * count as of its last flush; it admits a request while that, and what it counted since, is
  * within the limit. What it counts before telling the others is at most `slack` (a hundredth of
  * the limit): past that, a request waits for a flush that carries it. So over N instances a

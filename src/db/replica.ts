@@ -16,7 +16,7 @@ const CHECK_TIMEOUT_MS = 1_000;
 /** The primary's WAL positions kept for the lag: an hour of checks, so the lag is exact up to an hour. */
 const MAX_POSITIONS = (3_600 * 1_000) / CHECK_EVERY_MS;
 
-/** A read sent to the replica that has no answer after this long is asked of the primary instead (docs/decisions.md#replica-reads). */
+/** A read sent to the replica that has no answer after this long is asked of the primary instead (docs/reference/database.md#replica-reads). */
 const REPLICA_READ_DEADLINE_MS = 1_000;
 
 /**
@@ -161,7 +161,7 @@ export function replicaReads(primaryPool: ServicePool, replicaPool: ServicePool)
 
   /**
    * Without the primary, the lag cannot be measured: the replica serves the reads if it is still
-   * a replica of the primary's cluster, marked as possibly stale (docs/decisions.md#reads-while-the-primary-is-away).
+   * a replica of the primary's cluster, marked as possibly stale (docs/reference/database.md#reads-while-the-primary-is-away).
    */
   const judgeWithoutPrimary = async (replicaSide: ReturnType<typeof askReplica>) => {
     const [replica] = (await replicaSide).rows;
@@ -225,7 +225,7 @@ export function replicaReads(primaryPool: ServicePool, replicaPool: ServicePool)
    * `read` on the replica while it qualifies, else on the primary; also when the replica fails in
    * any way, or has not answered within REPLICA_READ_DEADLINE_MS (what it answers later is given
    * to `discard`). A replica that is slow, not hung, stays in use: its checks and its pool's watch
-   * tell the two apart (docs/decisions.md#busy-is-not-down).
+   * tell the two apart (docs/reference/requests-and-answers.md#busy-is-not-down).
    */
   async function preferReplica<T>(read: (reads: Reads) => Promise<T>, discard: (late: T) => void): Promise<T> {
     if (!usable) return read(primary);

@@ -1,7 +1,7 @@
 /**
  * The watch on a database server as named states, and the one rule that moves between them
  * (`next`): what one question to the server found, judged against what the pool's own queries
- * did meanwhile (docs/decisions.md#a-database-that-is-busy-down-or-hung). Pure: the pool
+ * did meanwhile (docs/reference/requests-and-answers.md#a-database-that-is-busy-down-or-hung). Pure: the pool
  * (src/db/pool.ts, watchServer) asks, observes, and carries out what `next` decides.
  */
 
@@ -10,7 +10,7 @@ export const HANG_AFTER_MS = 1_000;
 
 /**
  * How long a request may wait for one of the pool's connections while the server answers: a busy
- * service queues, it does not fail (docs/decisions.md#busy-is-not-down). A connection for the
+ * service queues, it does not fail (docs/reference/requests-and-answers.md#busy-is-not-down). A connection for the
  * question not made in that time, while the pool makes no progress, means the server hangs.
  */
 export const CONNECTION_WAIT_MS = 10_000;

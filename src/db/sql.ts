@@ -17,7 +17,7 @@ import type { Query } from './replica';
  * Kysely as a compiler, typed by the tables prisma/schema.prisma defines (a query naming a
  * column that does not exist, or comparing it with a value of another type, does not compile).
  * Statements are compiled once and run on the pg pool: building and compiling a query per call
- * cost 11-14 µs, a tenth of a read's whole time (docs/decisions.md#prisma-client).
+ * cost 11-14 µs, a tenth of a read's whole time (docs/reference/database.md#prisma-client).
  */
 export const kysely = new Kysely<DB>({
   dialect: {
@@ -52,7 +52,7 @@ export interface Statement<Params, Row> {
  * (src/db/pool.ts) keeps every one it has run, parsed and often planned, a page's about 0.2 MB of
  * the server's memory. The statements a module compiles when it loads come first; pages' shapes,
  * compiled when first asked for, take what is left, and those past it run unnamed, as before
- * (docs/decisions.md#prepared-statements).
+ * (docs/reference/database.md#prepared-statements).
  */
 const MAX_NAMED_STATEMENTS = 48;
 const names = new Set<string>();

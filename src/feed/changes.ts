@@ -7,7 +7,7 @@ import { headThenRows, kysely, param, prepare } from '../db/sql';
 
 /**
  * The change feed's reading of the change log (bike_changes, written by triggers: the migration
- * change_feed; docs/decisions.md#the-change-feed).
+ * change_feed; docs/reference/browse-and-sync.md#the-change-feed).
  *
  * A change's position is its (txid, change_id). A change is given out only once its txid is below
  * the oldest transaction still running (pg_snapshot_xmin of the reading statement): every

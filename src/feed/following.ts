@@ -17,11 +17,11 @@ import {
 import type { LiveFeed, Page } from './live';
 
 /**
- * Following the change feed (docs/decisions.md#the-change-feed), its rules once for a page and
+ * Following the change feed (docs/reference/browse-and-sync.md#the-change-feed), its rules once for a page and
  * for a stream alike: open the client's cursor, read the log, refuse to go on where it cannot be
  * followed, and seal a cursor for every change and for where the reader then stands.
  *
- * A cursor (docs/decisions.md#cursors) is a point in the feed, with the catalog's identity, the
+ * A cursor (docs/reference/browse-and-sync.md#cursors) is a point in the feed, with the catalog's identity, the
  * state of the triggers that capture changes and how far pruning had looked when it was made. A
  * cursor of another history of the catalog (another identity, or made before a capture trigger
  * was switched off and on), or one pruning has passed since, cannot be followed: the log may lack

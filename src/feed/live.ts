@@ -10,7 +10,7 @@ import {
 } from './changes';
 
 /**
- * The live feed (docs/decisions.md#one-poll-per-instance): every change, as it commits on any
+ * The live feed (docs/reference/browse-and-sync.md#one-poll-per-instance): every change, as it commits on any
  * instance, to every follower of this one, from one shared poll of the change log rather than a
  * query loop per follower. The log is the only source: a write made through another instance is in
  * it like one made here.

@@ -21,7 +21,7 @@ const UNICODE_CHARSET = /^(utf-?(8|16|32)|ucs-?2|cesu-?8|utf-?7|gb18030)/;
 /**
  * The content codings a body may come in, by the name inflation (under co-body) decodes them by:
  * `x-gzip` is gzip (RFC 9110 8.4.1.3), and names are case-insensitive. Any other coding, or more
- * than one, is 415 (docs/decisions.md#content-codings).
+ * than one, is 415 (docs/reference/requests-and-answers.md#content-codings).
  */
 const CONTENT_CODINGS: Record<string, string> = {
   identity: 'identity',
@@ -69,7 +69,7 @@ function parserFor(charset: string): Koa.Middleware {
 }
 
 /**
- * The body of a request, as docs/decisions.md#bodies and docs/decisions.md#numbers read it: `{}` when empty; refused
+ * The body of a request, as docs/reference/requests-and-answers.md#bodies and docs/reference/bike.md#numbers read it: `{}` when empty; refused
  * with `invalid` (400, or 404 on PUT) when it cannot be read faithfully (a number with no nearest
  * double included); 413 over 1 MB, and 415 in a coding it cannot decode, both unread.
  */
@@ -83,7 +83,7 @@ export async function readBody(ctx: Koa.Context, invalid: number): Promise<unkno
 
   if (Number(ctx.get('Content-Length')) > BODY_LIMIT_BYTES) throw refuse({ status: 413 });
   // Not a failure of what the body says, on any route (PUT's 404 included): a body we cannot
-  // decode at all is an unsupported media (RFC 9110 15.5.16; docs/decisions.md#content-codings).
+  // decode at all is an unsupported media (RFC 9110 15.5.16; docs/reference/requests-and-answers.md#content-codings).
   const coding = CONTENT_CODINGS[ctx.get('Content-Encoding').trim().toLowerCase() || 'identity'];
   if (coding === undefined) {
     // Unread, like a 413's: the connection closes rather than carry the rest.
@@ -110,7 +110,7 @@ export async function readBody(ctx: Koa.Context, invalid: number): Promise<unkno
   // iconv-lite turned into U+FFFD: either way not the client's data.
   if (typeof text !== 'string' || (!UNICODE_CHARSET.test(charset) && text.includes('\uFFFD'))) throw refuse();
   // A number JSON.parse turned into 0 or Infinity (1e-400, 1e400), anywhere in the body: not
-  // the client's number either (docs/decisions.md#numbers).
+  // the client's number either (docs/reference/bike.md#numbers).
   if (kind === 'json' && numberWithoutDouble(text) !== undefined) throw refuse();
   return ctx.request.body;
 }

@@ -6,7 +6,7 @@ import type { StateCondition, WriteConditions } from './preconditions';
 /**
  * Entity tags and the conditions made of them (RFC 9110, 8.8.3 and 13). Every read answers with
  * an ETag and `Cache-Control: no-cache`, and 304 to an If-None-Match that still matches. A bike's
- * tag is strong and names one state of it (docs/decisions.md#conditional-get); a list's is weak.
+ * tag is strong and names one state of it (docs/reference/caching-and-conditions.md#conditional-get); a list's is weak.
  * A compressed answer's strong tag names its coding (`"...-gzip"`), as its bytes differ; every
  * comparison sets the coding aside, so both name the same state.
  */

@@ -19,7 +19,7 @@ const READABLE_ANYWAY = new Set(['Cache-Control', 'Content-Type', 'Content-Lengt
  * (`https://app.example.com`) or to a comma-separated list of origins. Requests from other
  * origins get no CORS headers, so browsers keep the responses from them. Tokens travel in the
  * Authorization header, not in cookies, so credentials are not allowed. What a page may send and
- * read is what the routes declare (docs/decisions.md#headers): every header a route reads is
+ * read is what the routes declare (docs/reference/http.md#headers): every header a route reads is
  * allowed in a preflight, every one it answers with is exposed.
  */
 export function cors(corsOrigin: string | undefined, headers: CorsHeaders): Koa.Middleware | undefined {

@@ -1,7 +1,7 @@
 import { createHmac, hkdfSync, timingSafeEqual } from 'node:crypto';
 
 /**
- * Opaque cursors (docs/decisions.md#cursors): what the service needs to go on from where a client
+ * Opaque cursors (docs/reference/browse-and-sync.md#cursors): what the service needs to go on from where a client
  * stopped (a page's last sort key, a position in the change feed), as JSON, and a MAC made with a
  * key derived from the signing secret, so that every instance opens the others' cursors and no
  * client can forge or alter one. What a cursor holds is the service's business: clients pass it

@@ -32,7 +32,7 @@ const hasInput = (route: RouteDeclaration<unknown>) => Object.keys(describe(rout
 
 /**
  * The status for a query parameter the route does not know, on every route
- * (docs/decisions.md#query-parameters): 400, or the route's `invalid` where it sets one (PUT's 404).
+ * (docs/reference/http.md#query-parameters): 400, or the route's `invalid` where it sets one (PUT's 404).
  */
 const unknownParameterStatus = (route: RouteDeclaration<unknown>) => route.invalid ?? 400;
 
@@ -46,7 +46,7 @@ interface Check {
 }
 
 /**
- * The order in which an operation answers (docs/decisions.md#the-order-of-a-writes-answers): the
+ * The order in which an operation answers (docs/reference/requests-and-answers.md#the-order-of-a-writes-answers): the
  * first check that fails gives the answer, whatever the request's `Expect`. `endpoint` makes them
  * in this order; a route's error statuses, and so the OpenAPI document's, are theirs; the docs
  * list them in this order (a test holds both to it).
@@ -100,7 +100,7 @@ export function errorStatusesOf(route: RouteDeclaration<unknown>): ErrorStatus[]
 }
 
 /**
- * A token refused (docs/decisions.md#refusals): 403, saying why as RFC 6750 says (`invalid_token`
+ * A token refused (docs/reference/callers.md#refusals): 403, saying why as RFC 6750 says (`invalid_token`
  * and a description), the same in its plain-text reason, and counted by reason.
  */
 export function tokenRefusal(refusal: TokenRefused): HttpError {
@@ -140,7 +140,7 @@ function noToken(): HttpError {
 
 /**
  * The bearer token, the second word of the Authorization header
- * (docs/decisions.md#authorization-header): none is 401, one that fails verification 403, one
+ * (docs/reference/callers.md#authorization-header): none is 401, one that fails verification 403, one
  * that cannot be judged (the identity provider's keys cannot be had) 503, one without the
  * operation's scope 403. What the token says of who sent the request is attached to it
  * (callerOf), as the specification attaches its payload.
@@ -159,7 +159,7 @@ async function authenticate(ctx: Koa.Context, tokens: Tokens, scope: Scope): Pro
   ctx.state.user = caller;
 }
 
-/** Who sent a request of a route with a token (docs/decisions.md#who-a-caller-is). */
+/** Who sent a request of a route with a token (docs/reference/callers.md#who-a-caller-is). */
 export function callerOf(ctx: Koa.Context): Caller {
   return ctx.state.user as Caller;
 }
@@ -169,7 +169,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 /**
  * The path's id, lowercased ('' on a route without one); a path that is not valid
  * percent-encoding, or an id that is not a UUID, names nothing: 404
- * (docs/decisions.md#ids-and-path-segments).
+ * (docs/reference/reads-and-writes.md#ids-and-path-segments).
  */
 function idOf(ctx: RouterContext): string {
   if (!isWellFormedPath(ctx.path)) throw new HttpError(404);
@@ -183,7 +183,7 @@ const PLAIN_NAME = /^[A-Za-z0-9_.[\]-]{1,64}$/;
 
 /**
  * The query parameters a route knows, those of its input's schema: any other is refused
- * (docs/decisions.md#query-parameters), as a misspelt one would otherwise change the answer
+ * (docs/reference/http.md#query-parameters), as a misspelt one would otherwise change the answer
  * without a word (`Since=` for `since` would start the feed from the oldest change).
  */
 function unknownParameterOf(route: RouteDeclaration<unknown>) {
@@ -205,7 +205,7 @@ const QUERY_VALUES: Partial<Record<string, (text: string) => unknown>> = {
 };
 
 /**
- * The query as the route's input reads it (docs/decisions.md#query-parameters): the value of a
+ * The query as the route's input reads it (docs/reference/http.md#query-parameters): the value of a
  * parameter its schema declares a number or a boolean read as one when it is written as one (a
  * page's size, a price, `true`), the rest as sent (a value that is not one then fails its
  * schema's check: 400).

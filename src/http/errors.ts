@@ -56,7 +56,7 @@ function restoreHeaders(ctx: Koa.Context, before: OutgoingHttpHeaders): void {
 
 /**
  * The one place errors become responses: a status code and its reason phrase as plain text,
- * never a JSON body (docs/decisions.md#errors). Unexpected errors are logged; a database that
+ * never a JSON body (docs/reference/requests-and-answers.md#errors). Unexpected errors are logged; a database that
  * is not answering is a 503 with Retry-After. An error answer carries the headers set before
  * this middleware was entered (the request id, CORS, Vary) and its own, never those of the
  * answer it replaces: a list that set its ETag and Cache-Control before its rows failed must not

@@ -6,7 +6,7 @@ import { HttpError } from './errors';
 import type { AbuseLimits } from './limits';
 
 /**
- * Server-Sent Events (docs/decisions.md#live-updates), as HTTP carries them: a stream admitted
+ * Server-Sent Events (docs/reference/browse-and-sync.md#live-updates), as HTTP carries them: a stream admitted
  * within the limits, events written to the response as they come, a comment now and then so that
  * proxies keep the stream, a `retry:` hint at its start and at its end, and a client that takes
  * too little cut. What the events say is the route's (src/api/changes.ts).

@@ -1,7 +1,7 @@
 import type { JsonSchema } from './json-schema';
 
 /**
- * Every header the API reads or answers with, declared once (docs/decisions.md#headers). Routes
+ * Every header the API reads or answers with, declared once (docs/reference/http.md#headers). Routes
  * name the ones of their own (route.ts, `headersOf`, adds those that follow from what a route
  * is); the CORS layer's allowed and exposed headers, the OpenAPI document's parameters and
  * response headers, and what an error answer keeps all come from here, so a header cannot be
@@ -28,7 +28,7 @@ const text: JsonSchema = { type: 'string' };
 
 /**
  * What a 401 asks for: a bearer token (RFC 9110 15.5.2 and RFC 6750 3 make the challenge part of
- * every 401; docs/decisions.md#bearer-challenge). No error code: the request had no token.
+ * every 401; docs/reference/callers.md#bearer-challenge). No error code: the request had no token.
  */
 export const BEARER_CHALLENGE = 'Bearer realm="bike-catalog"';
 
@@ -85,7 +85,7 @@ export const HEADERS = {
       'Your name for this create, to retry it safely (1 to 255 visible ASCII characters, no comma; make it ' +
       'unguessable: a UUID v4 per create). Sent again with the same fields, it answers the first 200 again ' +
       '(with `Idempotent-Replayed: true`) and creates nothing; with other fields, 422; while the first request ' +
-      'is still running, 409. Whose keys it is among, and for how long: docs/decisions.md#idempotency-keys.',
+      'is still running, 409. Whose keys it is among, and for how long: docs/reference/caching-and-conditions.md#idempotency-keys.',
     schema: text,
     example: '8e03978e-40d5-43e8-bc93-6894a57f9324',
   },

@@ -1,6 +1,6 @@
 /**
  * A 400 names the field that failed in a header, the body staying the bare reason phrase
- * (docs/decisions.md#which-field-failed).
+ * (docs/reference/bike.md#which-field-failed).
  */
 const INVALID_FIELD_HEADER = 'X-Invalid-Field';
 

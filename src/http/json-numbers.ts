@@ -1,5 +1,5 @@
 /**
- * Numbers are IEEE-754 doubles (docs/decisions.md#numbers): a JSON number reads back as the
+ * Numbers are IEEE-754 doubles (docs/reference/bike.md#numbers): a JSON number reads back as the
  * double nearest to what was sent. Two kinds of literal have no such double, yet JSON.parse
  * turns them into one without a word: a non-zero number below the smallest double becomes 0
  * (`1e-400`), and one beyond the largest becomes Infinity (`1e400`). Only the literal's text

@@ -3,7 +3,7 @@ import type Koa from 'koa';
 import type { Admission, SharedLimit } from '../db/rate-limits';
 import { HttpError } from './errors';
 
-/** What a route is limited by (docs/decisions.md#abuse-limits); an event stream by `eventStreams`. */
+/** What a route is limited by (docs/reference/callers.md#abuse-limits); an event stream by `eventStreams`. */
 export type LimitKind = 'tokens' | 'writes' | 'listStreams' | 'eventStreams';
 
 /** How many answers of each kind one client may be receiving at once, on this instance. */
@@ -13,7 +13,7 @@ export interface StreamLimits {
 }
 
 /**
- * The client a request is counted against (docs/decisions.md#trusted-proxies): its address
+ * The client a request is counted against (docs/reference/callers.md#trusted-proxies): its address
  * (ctx.ip, which TRUST_PROXY takes from X-Forwarded-For; an entry there that is no address is
  * none, and the connection's peer is counted instead), an IPv6 address by its /64, the block one
  * host is given, and an IPv4-mapped one as the IPv4 address it is.

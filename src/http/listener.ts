@@ -68,7 +68,7 @@ function lingeringClose(socket: Socket): void {
  * Responses whose client sent `Expect: 100-continue` and waits for `100 Continue` before it sends
  * the body. Node would send it at once, before the app could refuse the request by its headers
  * (a 401, a 413): the app sends it only when it is about to read the body
- * (docs/decisions.md#100-continue).
+ * (docs/reference/http.md#100-continue).
  */
 const awaitingContinue = new WeakSet<http.ServerResponse>();
 
@@ -113,7 +113,7 @@ function isUnframed(req: http.IncomingMessage): boolean {
 
 /**
  * Two Host lines leave the target's authority ambiguous (RFC 9112, 3.2: 400), where node keeps
- * the first and a proxy in front may have read the other (docs/decisions.md#one-host).
+ * the first and a proxy in front may have read the other (docs/reference/http.md#one-host).
  */
 function hasSeveralHosts(req: http.IncomingMessage): boolean {
   let hosts = 0;

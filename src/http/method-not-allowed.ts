@@ -28,7 +28,7 @@ export const UNMATCHED_ANSWERS: Record<
  * A known path asked with a method it does not serve gets 405 and an Allow header; OPTIONS gets
  * 204 and the same header. (Used instead of the router's allowedMethods(), which answers
  * methods the router does not know with 501.) Allow names the methods of the path matched as
- * OpenAPI matches (docs/decisions.md#path-matching): a literal one (/bikes/all: GET, HEAD) over
+ * OpenAPI matches (docs/reference/http.md#path-matching): a literal one (/bikes/all: GET, HEAD) over
  * the parameter beside it (/bikes/:id), whose routes step aside there (routerOf, route.ts).
  */
 export function methodNotAllowed(): Koa.Middleware {

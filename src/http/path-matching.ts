@@ -1,7 +1,7 @@
 import Router from '@koa/router';
 
 /**
- * A router, as every router of the service is made (docs/decisions.md#path-matching): a path
+ * A router, as every router of the service is made (docs/reference/http.md#path-matching): a path
  * matches only as written, case included, so /bikes/ALL is not the list /bikes/all but an id,
  * as the OpenAPI document reads; a trailing slash stays optional (the router's default).
  */
@@ -11,7 +11,7 @@ export function newRouter(): Router {
 
 /**
  * A path that is not valid percent-encoding (/bikes/by-handle/%ZZ) names nothing: 404
- * (docs/decisions.md#ids-and-path-segments).
+ * (docs/reference/reads-and-writes.md#ids-and-path-segments).
  */
 export function isWellFormedPath(path: string): boolean {
   try {

@@ -6,7 +6,7 @@ import type Koa from 'koa';
 import { codedTag, isFresh } from './conditional';
 
 /**
- * The last step of every answer (docs/decisions.md#compression): the content coding it goes out
+ * The last step of every answer (docs/reference/caching-and-conditions.md#compression): the content coding it goes out
  * in, and from that its ETag and whether it is a 304. GET, HEAD and the 304 of a resource are made
  * here by the same decision, so they carry the same validators and representation headers.
  *

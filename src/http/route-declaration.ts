@@ -20,13 +20,13 @@ export interface RouteDeclaration<Input> {
   summary: string;
   description?: string;
   /**
-   * A bearer token with this scope is needed (docs/decisions.md#scopes): it is checked before
+   * A bearer token with this scope is needed (docs/reference/callers.md#scopes): it is checked before
    * anything else, the body included (401 without one; 403 for one refused, or without the scope).
    */
   scope?: Scope;
   /**
    * What the handler gets: a yup object of `body` (a route that has one reads the request body,
-   * docs/decisions.md#bodies), `query` (the query string's parameters) and `headers` (those the
+   * docs/reference/requests-and-answers.md#bodies), `query` (the query string's parameters) and `headers` (those the
    * route reads, by their lowercase names), checked before the handler runs. Whatever fails it
    * is answered with `invalid`.
    */
@@ -48,7 +48,7 @@ export interface RouteDeclaration<Input> {
   validators?: false;
   /** The 200 carries the ETag of the resource as written. */
   writesResource?: boolean;
-  /** The abuse limit the route counts against (docs/decisions.md#abuse-limits; limits.ts): 429 over it. */
+  /** The abuse limit the route counts against (docs/reference/callers.md#abuse-limits; limits.ts): 429 over it. */
   limit?: LimitKind;
   /**
    * The request body, for the OpenAPI document: its schema's name there, what it is, an example,
@@ -74,7 +74,7 @@ export interface RouteDeclaration<Input> {
   database?: false;
   /**
    * The route also answers a stream of Server-Sent Events, to a client that accepts
-   * `text/event-stream` (docs/decisions.md#live-updates): what the stream is, and an example of it,
+   * `text/event-stream` (docs/reference/browse-and-sync.md#live-updates): what the stream is, and an example of it,
    * for the OpenAPI document. Its answers vary on Accept; it reads Last-Event-ID; a client with
    * too many streams open is 429.
    */

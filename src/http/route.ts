@@ -18,7 +18,7 @@ export const alwaysSent = (status: number, name: HeaderName) =>
   'always' in HEADERS[name] && !Object.hasOwn(LISTENER_ANSWERS, status);
 
 /**
- * The headers a route reads and answers with (docs/decisions.md#headers): those that follow from
+ * The headers a route reads and answers with (docs/reference/http.md#headers): those that follow from
  * what it is (a token, a body, a read, a write with preconditions, a limit, its error statuses)
  * and its own. CORS, the OpenAPI document and the tests all take them from here. A limit's
  * headers are on the answers of the checks from the limit on (ANSWER_ORDER): a 401 comes before
@@ -78,7 +78,7 @@ export function corsHeadersOf(routes: Record<string, RouteDeclaration<unknown>>)
 /**
  * The router of the routes, each behind its endpoint (endpoint.ts), its handler given `deps`. A
  * path is matched before its method, a literal path before the parameter beside it, as OpenAPI
- * matches (docs/decisions.md#path-matching): /bikes/all is the list's path, so a PUT there is 405
+ * matches (docs/reference/http.md#path-matching): /bikes/all is the list's path, so a PUT there is 405
  * (method-not-allowed.ts), never the id route's; every other spelling (/bikes/ALL, /bikes/%61ll)
  * is the id route, whose "all" is no UUID (404).
  */
@@ -88,7 +88,7 @@ export function routerOf<Deps>(
   checks: EndpointChecks,
 ): Router {
   const router = newRouter();
-  // A trailing slash is optional (docs/decisions.md#trailing-slash): the router matches /bikes/
+  // A trailing slash is optional (docs/reference/http.md#trailing-slash): the router matches /bikes/
   // to the path /bikes, not /bikes to /bikes/, so routes are mounted without it.
   const withoutSlash = (path: string) => path.replace(/(.)\/$/, '$1');
   const literal = new Set(

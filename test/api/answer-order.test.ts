@@ -5,7 +5,7 @@ import { ANSWER_ORDER } from '../../src/http/endpoint';
 import { newBike, useApi } from './helpers';
 
 /**
- * The order of a write's answers (docs/decisions.md#the-order-of-a-writes-answers): ANSWER_ORDER
+ * The order of a write's answers (docs/reference/requests-and-answers.md#the-order-of-a-writes-answers): ANSWER_ORDER
  * in src/http/endpoint.ts states it, the endpoint follows it, the docs list it, and
  * `Expect: 100-continue` never changes the answer. Every write here carries an If-Match that
  * names no state of the bike, so a failed precondition is always one of the request's faults:
@@ -141,9 +141,12 @@ describe("the order of a write's answers", () => {
     },
   );
 
-  it('docs/decisions.md#the-order-of-a-writes-answers lists the checks in the order ANSWER_ORDER makes them', () => {
-    const markdown = fs.readFileSync(path.join(__dirname, '..', '..', 'docs', 'decisions.md'), 'utf8');
-    const section = markdown.split("### The order of a write's answers\n")[1]?.split('\n#')[0] ?? '';
+  it('docs/reference/requests-and-answers.md#the-order-of-a-writes-answers lists the checks in the order ANSWER_ORDER makes them', () => {
+    const markdown = fs.readFileSync(
+      path.join(__dirname, '..', '..', 'docs', 'reference', 'requests-and-answers.md'),
+      'utf8',
+    );
+    const section = markdown.split("## The order of a write's answers\n")[1]?.split('\n#')[0] ?? '';
     const listed = [...section.matchAll(/^\d+\. \*\*([^*]+)\*\*/gm)].map(([, check]) => check.toLowerCase());
     expect(listed).toEqual(ANSWER_ORDER.map((step) => step.check));
   });

@@ -110,7 +110,7 @@ describe('the answers of the API', () => {
     expect(create['415'].headers?.RateLimit).toMatchObject({ required: true });
     expect(create['401'].headers?.RateLimit).toBeUndefined();
     // 403 comes before it (a token refused) and after it (a key revoked since, refused by the write's
-    // own statement: docs/decisions.md#api-keys): declared, not required.
+    // own statement: docs/reference/callers.md#api-keys): declared, not required.
     expect(create['403'].headers?.RateLimit).toEqual(expect.not.objectContaining({ required: true }));
     // 404 on an update: a malformed id (before the limit) or a missing bike (after): declared, not required.
     const update = document.paths['/bikes/{id}'].patch.responses;

@@ -13,7 +13,7 @@ import { seriesValue } from '../support/metrics';
 import { startTestService, type TestService } from '../support/service';
 
 /**
- * API keys and scopes (docs/decisions.md#api-keys, #scopes, #refusals): the operator issues a key
+ * API keys and scopes (docs/reference/callers.md#api-keys, #scopes, #refusals): the operator issues a key
  * with `npm run keys`, a tool trades it for a 30-minute token at POST /api/user even where issuance
  * is closed, each operation needs its scope, and a revoked key's tokens stop writing on every
  * instance. Every refusal's WWW-Authenticate is read by a strict RFC 6750 parser.

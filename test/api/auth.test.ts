@@ -123,7 +123,7 @@ describe('authentication', () => {
         (a) => signToken({ username: 'x', nbf: nowSeconds() + 600 }, a.jwtSecret, { expiresIn: 1800 }),
       ],
       ['a very long token', () => 'x'.repeat(100_000)],
-      // docs/decisions.md#tokens: presented tokens live at most 1800 s, from an iat that is not ahead of us.
+      // docs/reference/callers.md#tokens: presented tokens live at most 1800 s, from an iat that is not ahead of us.
       ['a token with no exp, signed with the right secret', (a) => signToken({ username: 'x' }, a.jwtSecret)],
       [
         'a token with no iat, signed with the right secret',

@@ -4,7 +4,7 @@ import { client, newBike } from '../support/bikes';
 import { startTestService, type TestService } from '../support/service';
 
 /**
- * GET /bikes (docs/decisions.md#paged-listing): the catalog filtered, in one of its orders, a page
+ * GET /bikes (docs/reference/browse-and-sync.md#paged-listing): the catalog filtered, in one of its orders, a page
  * at a time, each page's `Link` the next one's address. Every sort and filter is checked against
  * the same catalog ordered and filtered here, in JavaScript, from /bikes/all.
  */

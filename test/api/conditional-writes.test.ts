@@ -8,7 +8,7 @@ import { startTestService, type TestService } from '../support/service';
 import { type RawReply, rawRequest } from './helpers';
 
 /**
- * Writes that say what they expect (docs/decisions.md#conditional-writes): If-Match with a bike's strong
+ * Writes that say what they expect (docs/reference/caching-and-conditions.md#conditional-writes): If-Match with a bike's strong
  * ETag writes only over that state, atomically, on one instance or two; If-Match: * needs the
  * bike; If-None-Match: * on PUT creates only. A failed precondition is 412 and changes nothing.
  */
@@ -181,7 +181,7 @@ describe('conditional writes (If-Match, If-None-Match)', () => {
     expect(patched.status).toBe(200);
   });
 
-  it('answers in order (docs/decisions.md#the-order-of-a-writes-answers): 401, then 404 for a missing bike (PATCH, DELETE), then 412, then the fields', async () => {
+  it('answers in order (docs/reference/requests-and-answers.md#the-order-of-a-writes-answers): 401, then 404 for a missing bike (PATCH, DELETE), then 412, then the fields', async () => {
     const { bike, etag } = await created();
     const stale = { 'if-match': '"stale"' };
     const noToken = await rawRequest(first.baseUrl, 'DELETE', `/bikes/${bike.id}`, stale);

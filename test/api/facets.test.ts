@@ -3,7 +3,7 @@ import { client, newBike } from '../support/bikes';
 import { startTestService, type TestService } from '../support/service';
 
 /**
- * GET /bikes/facets (docs/decisions.md#facets): the total, each facet's values counted with every
+ * GET /bikes/facets (docs/reference/browse-and-sync.md#facets): the total, each facet's values counted with every
  * filter but its own (disjunctive), the price range per currency; every count checked against a
  * count made here, in JavaScript, of /bikes/all.
  */

@@ -300,7 +300,7 @@ export const WRONG_TYPES: Array<[string, unknown]> = [
 /** Strings PostgreSQL cannot hold, at every string field. */
 export const NUL_FIELDS = CLIENT_FIELD_TYPES.filter(([, type]) => type === 'string').map(([path]) => path);
 
-/** Doubles, sent as JSON.stringify writes them: each must read back as the same double (docs/decisions.md#numbers). */
+/** Doubles, sent as JSON.stringify writes them: each must read back as the same double (docs/reference/bike.md#numbers). */
 export const EXACT_NUMBERS = [
   -1,
   -273.15,

@@ -142,7 +142,7 @@ describe('HTTP behaviour shared by every route', () => {
     });
   });
 
-  describe('path matching (docs/decisions.md#path-matching)', () => {
+  describe('path matching (docs/reference/http.md#path-matching)', () => {
     const otherSpellings = ['/bikes/ALL', '/bikes/All', '/bikes/%61ll', '/bikes/%61LL', '/bikes/ALL/'];
 
     it.each(otherSpellings)(
@@ -445,7 +445,7 @@ describe('HTTP behaviour shared by every route', () => {
     });
   });
 
-  describe('content codings (docs/decisions.md#content-codings)', () => {
+  describe('content codings (docs/reference/requests-and-answers.md#content-codings)', () => {
     const BODY_ROUTES = [
       ['POST', '/bikes/'],
       ['PUT', '/bikes/__ID__'],

@@ -7,7 +7,7 @@ import { startTestService, type TestService } from '../support/service';
 import { type RawReply, rawRequest } from './helpers';
 
 /**
- * Idempotency-Key on POST /bikes/ (docs/decisions.md#idempotency-keys): a create retried with its
+ * Idempotency-Key on POST /bikes/ (docs/reference/caching-and-conditions.md#idempotency-keys): a create retried with its
  * key makes one bike, whichever instance the retry reaches and whatever became of the first try;
  * a key is its client's own.
  */
@@ -133,7 +133,7 @@ describe('POST /bikes/ with an Idempotency-Key', () => {
     expect(await bikesTitled(fields.title)).toBe(3);
   });
 
-  // Proven or claimed, the caller is as authentication names it (docs/decisions.md#who-a-caller-is).
+  // Proven or claimed, the caller is as authentication names it (docs/reference/callers.md#who-a-caller-is).
   it("a proven caller's keys are its own: the operator's token for alice shares none with a token claiming alice, and a renewed one replays", async () => {
     const key = randomUUID();
     const fields = newBike();

@@ -13,7 +13,7 @@ import { tempDataDir } from '../support/temp-dir';
 import { waitFor } from '../support/wait';
 
 /**
- * Whose key set the service trusts (docs/decisions.md#who-may-write): a loopback http:// key set
+ * Whose key set the service trusts (docs/reference/callers.md#who-may-write): a loopback http:// key set
  * is proved by its listener's owner, as the embedded PostgreSQL is, so another local user who
  * takes the port while the provider is away serves keys no token is accepted with; a key set from
  * a file is read only where no one else can change it; and no key set is read beyond 1 MB.

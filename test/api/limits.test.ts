@@ -7,7 +7,7 @@ import { waitFor } from '../support/wait';
 import { rawRequest, signToken } from './helpers';
 
 /**
- * Abuse limits (docs/decisions.md#abuse-limits), set low here: tokens and writes per client per
+ * Abuse limits (docs/reference/callers.md#abuse-limits), set low here: tokens and writes per client per
  * minute, counted in PostgreSQL over every instance, and list streams at once per instance.
  * Over a limit: 429 with Retry-After and the RateLimit headers, and nothing is written.
  */
@@ -129,7 +129,7 @@ describe('abuse limits', () => {
 });
 
 /**
- * Behind proxies (docs/decisions.md#trusted-proxies): the client is the X-Forwarded-For entry the
+ * Behind proxies (docs/reference/callers.md#trusted-proxies): the client is the X-Forwarded-For entry the
  * outermost of TRUST_PROXY proxies appended; the entries before it are the client's own words.
  */
 describe('abuse limits counted first by each instance (a limit of 300: a slack of 3)', () => {

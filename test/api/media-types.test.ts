@@ -2,7 +2,7 @@ import jwt from 'jsonwebtoken';
 import { type Bike, newBike, useApi } from './helpers';
 
 /**
- * docs/decisions.md#bodies: a body is JSON for application/json and every application/*+json, form
+ * docs/reference/requests-and-answers.md#bodies: a body is JSON for application/json and every application/*+json, form
  * fields for application/x-www-form-urlencoded, decoded from its charset; any other non-empty
  * body, or one in a charset the service cannot decode, is refused, never silently ignored.
  */

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { type Bike, type BikeFields, expectPlainError, newBike, useApi, withValue } from './helpers';
 
 /**
- * docs/decisions.md#numbers: numbers are IEEE-754 doubles. A number reads back as the double
+ * docs/reference/bike.md#numbers: numbers are IEEE-754 doubles. A number reads back as the double
  * nearest to the literal sent; a non-zero literal that would become 0 (underflow) or one that
  * would become infinite has no such double, and the body is refused with the route's bad-body
  * status (400 on create and patch, 404 on replace), wherever in the body it stands.

@@ -6,7 +6,7 @@ import { startTestService, type TestService } from '../support/service';
 import { rawRequest } from './helpers';
 
 /**
- * Prepared statements (docs/decisions.md#prepared-statements): on a connection that is the
+ * Prepared statements (docs/reference/database.md#prepared-statements): on a connection that is the
  * server's own session, a statement compiled once is parsed once, under its name, and after that
  * only bound; a search's, whose plan must see its term, is parsed every time. Through a
  * transaction pooler none is named (test/scale/pgbouncer.test.ts); DATABASE_PREPARED_STATEMENTS=off

@@ -6,9 +6,9 @@ import { startTestService, type TestService } from '../support/service';
 import { rawRequest } from './helpers';
 
 /**
- * One round trip per write (docs/decisions.md#prisma-client, #conditional-writes): on the happy
+ * One round trip per write (docs/reference/database.md#prisma-client, #conditional-writes): on the happy
  * path each write is one statement, its preconditions in it; only a write that matched nothing
- * looks at the bike. The abuse limit adds none of its own (docs/decisions.md#abuse-limits). Counted
+ * looks at the bike. The abuse limit adds none of its own (docs/reference/callers.md#abuse-limits). Counted
  * by a proxy that reads the statements the service sends, as pg_stat_statements would.
  */
 describe('statements per request', () => {

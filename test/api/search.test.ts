@@ -158,7 +158,7 @@ describe('GET /bikes/search/by-title', () => {
     expect(await api.search(t)).toEqual([kept]);
   });
 
-  it('refuses a query parameter it does not know, 400 naming it (docs/decisions.md#query-parameters)', async () => {
+  it('refuses a query parameter it does not know, 400 naming it (docs/reference/http.md#query-parameters)', async () => {
     const t = tag();
     await createTitled(`${t} params`);
     const res = await api.request('GET', `/bikes/search/by-title?query=${t}&title=zzz`, { token: null });

@@ -4,8 +4,8 @@ import { startTestService, type TestService } from '../support/service';
 import { writer } from '../support/writers';
 
 /**
- * A shopper's search on GET /bikes (docs/decisions.md#a-shoppers-search) and several values per
- * filter (docs/decisions.md#paged-listing): every word, any case, accents ignored, typos by the
+ * A shopper's search on GET /bikes (docs/reference/browse-and-sync.md#a-shoppers-search) and several values per
+ * filter (docs/reference/browse-and-sync.md#paged-listing): every word, any case, accents ignored, typos by the
  * word's length, the last word as a prefix, relevance first; pages by Link, every match once.
  */
 

@@ -62,7 +62,7 @@ describe('strict HTTP/1.1', () => {
   const api = useApi();
   const port = () => Number(new URL(api.baseUrl).port);
 
-  describe('Expect: 100-continue (docs/decisions.md#100-continue)', () => {
+  describe('Expect: 100-continue (docs/reference/http.md#100-continue)', () => {
     const body = () => Buffer.from(JSON.stringify(newBike()));
     const bearer = () => `Authorization: Bearer ${api.token}`;
 
@@ -94,7 +94,7 @@ describe('strict HTTP/1.1', () => {
       expect(await expectContinue(port(), head, bytes)).toEqual(['415']);
     });
 
-    it('when a precondition does not hold, it asks for the body, then answers 412, as without Expect (docs/decisions.md#the-order-of-a-writes-answers)', async () => {
+    it('when a precondition does not hold, it asks for the body, then answers 412, as without Expect (docs/reference/requests-and-answers.md#the-order-of-a-writes-answers)', async () => {
       const bike = await api.create();
       const bytes = Buffer.from(JSON.stringify({ ...newBike(), id: bike.id, handle: bike.handle }));
       const head = headOf('PUT', `/bikes/${bike.id}`, [bearer(), 'If-Match: "stale"'], bytes.length);
@@ -134,7 +134,7 @@ describe('strict HTTP/1.1', () => {
     });
   });
 
-  describe('Host (docs/decisions.md#one-host)', () => {
+  describe('Host (docs/reference/http.md#one-host)', () => {
     it.each([
       [
         'two Host lines',

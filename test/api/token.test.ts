@@ -21,7 +21,7 @@ describe('POST /api/user (issue token)', () => {
     );
     const after = nowSeconds();
     expect(header).toEqual({ alg: 'HS256', typ: 'JWT' });
-    // jti is this project's addition to the specification's payload (docs/decisions.md#tokens).
+    // jti is this project's addition to the specification's payload (docs/reference/callers.md#tokens).
     expect(Object.keys(payload).sort()).toEqual(['exp', 'iat', 'jti', 'username']);
     expect(payload.username).toBe('alice');
     expect(payload.iat).toBeGreaterThanOrEqual(before);

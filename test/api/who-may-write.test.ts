@@ -19,7 +19,7 @@ import { launchService } from '../support/process';
 import { startTestService, type TestService } from '../support/service';
 
 /**
- * An operator decides who may write (docs/decisions.md#who-may-write). With TOKEN_ISSUANCE=closed
+ * An operator decides who may write (docs/reference/callers.md#who-may-write). With TOKEN_ISSUANCE=closed
  * POST /api/user gives no token, and a write needs a token the operator issued (`npm run token`,
  * test/ops/token-cli.test.ts) or the shop's identity provider signed: here a key set served on
  * 127.0.0.1. Every token refused is refused on each write route, and writes nothing.

@@ -12,7 +12,7 @@ import { newBike } from '../support/bikes';
 import { startTestService, type TestService } from '../support/service';
 
 /**
- * The typed client with an API key (docs/decisions.md#api-keys): it trades the key for tokens by
+ * The typed client with an API key (docs/reference/callers.md#api-keys): it trades the key for tokens by
  * itself, renews them before they expire, and surfaces each refusal as its own error.
  */
 

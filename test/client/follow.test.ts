@@ -98,7 +98,7 @@ describe('follow: when the feed cannot go on from its cursor (410)', () => {
           [gone.id],
         )
       ).rows;
-      // Past the retention (docs/decisions.md#the-change-feed), which pruning never goes within.
+      // Past the retention (docs/reference/browse-and-sync.md#the-change-feed), which pruning never goes within.
       await sql.query(`UPDATE bike_changes SET changed_at = changed_at - interval '31 days'`);
       await pruneUntilPast(sql, `now() - interval '30 days'`, deleted);
       expect((await fetch(`${svc.baseUrl}/bikes/changes?since=${encodeURIComponent(stored)}`)).status).toBe(410);

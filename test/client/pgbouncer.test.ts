@@ -12,7 +12,7 @@ if (why) console.log(`client/pgbouncer.test.ts skipped: ${why}`);
 /**
  * The client's creates through a PgBouncer (transaction mode) that hangs (SIGSTOP) and wakes: the
  * service answers 503 (nothing written) or 504 (`Write-Outcome: unknown`: the statement may still
- * run when PgBouncer wakes, docs/decisions.md#a-5xx-says-what-was-written), and the client tries
+ * run when PgBouncer wakes, docs/reference/requests-and-answers.md#a-5xx-says-what-was-written), and the client tries
  * again under the same Idempotency-Key until an answer settles it. Every create ends with exactly
  * one bike.
  */

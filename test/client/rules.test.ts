@@ -276,7 +276,7 @@ describe('the client against the service', () => {
 
     it('gives up after its attempts with ServerError (outcome unknown, and the key); the key then answers the one bike made', async () => {
       const { fetch } = recordingFetch((request) => request.path === '/bikes/');
-      // A key is the username's (docs/decisions.md#idempotency-keys): another client of that name may use it.
+      // A key is the username's (docs/reference/caching-and-conditions.md#idempotency-keys): another client of that name may use it.
       const catalog = catalogOf({ fetch, attempts: 3, username: 'shop' });
       const fields = newBike();
       const failed = await catalog.create(fields).catch((err: unknown) => err);

@@ -1,7 +1,7 @@
 import { CONNECTION_WAIT_MS, failing, next, type Observation, type ServerState } from '../../src/db/server-watch';
 
 /**
- * The database watch's transitions (docs/decisions.md#a-database-that-is-busy-down-or-hung), each
+ * The database watch's transitions (docs/reference/requests-and-answers.md#a-database-that-is-busy-down-or-hung), each
  * from what one question found, without a server: the pool (src/db/pool.ts) only observes and
  * carries out what `next` decides.
  */

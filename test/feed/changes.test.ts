@@ -8,7 +8,7 @@ import { startTestService, type TestService } from '../support/service';
 import { PATIENCE_MS, waitFor } from '../support/wait';
 
 /**
- * GET /bikes/changes (docs/decisions.md#the-change-feed): what changed, in order, deletions
+ * GET /bikes/changes (docs/reference/browse-and-sync.md#the-change-feed): what changed, in order, deletions
  * included, from a cursor the service gave; every list says where in the feed it stands.
  */
 
@@ -239,7 +239,7 @@ describe('GET /bikes/changes', () => {
     const old = (await changes()).cursor;
     const bike = await api.create(newBike());
     await api.request('DELETE', `/bikes/${bike.id}`);
-    // Everything past the retention (30 days, docs/decisions.md#the-change-feed): the delete goes,
+    // Everything past the retention (30 days, docs/reference/browse-and-sync.md#the-change-feed): the delete goes,
     // and with it what a cursor before it could follow.
     await sql.query(`UPDATE bike_changes SET changed_at = changed_at - interval '31 days'`);
     const [deleted] = (

@@ -8,12 +8,12 @@ import { waitFor } from '../support/wait';
 import { writer } from '../support/writers';
 
 /**
- * The change feed under concurrent writers (docs/decisions.md#the-change-feed), the trap it must
+ * The change feed under concurrent writers (docs/reference/browse-and-sync.md#the-change-feed), the trap it must
  * avoid: a transaction that takes its place before another can commit after it. Sixteen writers
  * on two instances (creates, replaces, patches, deletes over a shared set of bikes, some as
  * conditional writes) and two sessions of reporting SQL with transactions of mixed lengths
  * (several bikes, a sleep between) write while two followers follow: one from the feed's start,
- * one from a list made mid-way. Event streams follow alike (docs/decisions.md#live-updates), each
+ * one from a list made mid-way. Event streams follow alike (docs/reference/browse-and-sync.md#live-updates), each
  * on the instance the other writes through too: one from the start, one from the list, and one
  * that leaves mid-way and resumes on the other instance with Last-Event-ID. At the end each
  * follower's catalog is /bikes/all, bike for bike, byte for byte, and each got every change of the

@@ -9,7 +9,7 @@ import { insertBike, sessionBeside } from '../support/sessions';
 import { waitFor } from '../support/wait';
 
 /**
- * GET /bikes/changes as Server-Sent Events (docs/decisions.md#live-updates): the changes as they
+ * GET /bikes/changes as Server-Sent Events (docs/reference/browse-and-sync.md#live-updates): the changes as they
  * commit, through any instance, to a stream on another; resumed after Last-Event-ID; from a list's
  * cursor without missing or repeating what the list had; bounded per client and per instance;
  * ended with a retry hint when the service stops, and when the log can no longer be followed.
@@ -185,7 +185,7 @@ describe('GET /bikes/changes as an event stream, two instances on one database',
     expect(head.text()).toBe('');
     const options = await fetch(`${second.baseUrl}/bikes/changes`, { method: 'OPTIONS' });
     expect(options.status).toBe(204);
-    // (The path is also /bikes/:id's, whose methods it lists too: docs/decisions.md#path-matching.)
+    // (The path is also /bikes/:id's, whose methods it lists too: docs/reference/http.md#path-matching.)
     expect(options.headers.get('allow')?.split(', ')).toEqual(expect.arrayContaining(['HEAD', 'GET']));
   });
 

@@ -108,7 +108,7 @@ describe('CORS when CORS_ORIGIN names one origin', () => {
     for (const header of ['If-Match', 'If-None-Match', 'Idempotency-Key', 'Authorization', 'Content-Type']) {
       expect(allowed.has(header)).toBe(true);
     }
-    // And an EventSource's reconnection (docs/decisions.md#live-updates).
+    // And an EventSource's reconnection (docs/reference/browse-and-sync.md#live-updates).
     expect(allowed.has('Last-Event-ID')).toBe(true);
   });
 

@@ -54,12 +54,12 @@ const HTTP_OWN_HEADERS = new Set([
 
 /**
  * The statuses each operation may answer, from the specification and docs/decisions.md:
- * docs/decisions.md#no-5xx-from-input: 503 when the database is down;
- * docs/decisions.md#a-5xx-says-what-was-written: 504 for a write whose outcome is unknown;
- * docs/decisions.md#conditional-writes: 412 when a write's If-Match or If-None-Match does not hold;
- * docs/decisions.md#idempotency-keys: 409 and 422 for an Idempotency-Key in use, or used with
- * other fields; docs/decisions.md#abuse-limits: 429 over an abuse limit;
- * docs/decisions.md#content-codings: 415 for a body in a coding the service cannot decode, on
+ * docs/reference/requests-and-answers.md#no-5xx-from-input: 503 when the database is down;
+ * docs/reference/requests-and-answers.md#a-5xx-says-what-was-written: 504 for a write whose outcome is unknown;
+ * docs/reference/caching-and-conditions.md#conditional-writes: 412 when a write's If-Match or If-None-Match does not hold;
+ * docs/reference/caching-and-conditions.md#idempotency-keys: 409 and 422 for an Idempotency-Key in use, or used with
+ * other fields; docs/reference/callers.md#abuse-limits: 429 over an abuse limit;
+ * docs/reference/requests-and-answers.md#content-codings: 415 for a body in a coding the service cannot decode, on
  * every route that reads one.
  */
 /**
@@ -71,8 +71,8 @@ const LISTENER = [400, 408, 413, 417, 431];
 const withListener = (...statuses: number[]) => [...new Set([...statuses, ...LISTENER])].sort((a, b) => a - b);
 
 /**
- * docs/decisions.md#query-parameters: 400 for a query parameter the route does not know, on every
- * route (PUT's every-failure-404 aside); docs/decisions.md#conditional-get: a read answers 304 to
+ * docs/reference/http.md#query-parameters: 400 for a query parameter the route does not know, on every
+ * route (PUT's every-failure-404 aside); docs/reference/caching-and-conditions.md#conditional-get: a read answers 304 to
  * If-None-Match and 412 to an If-Match that does not hold (RFC 9110 13.1.1), but the change feed,
  * which has no ETag.
  */
@@ -88,7 +88,7 @@ const ALLOWED_STATUSES: Record<string, number[]> = {
   replaceBike: withListener(200, 401, 403, 404, 412, 415, 429, 503, 504),
   updateBike: withListener(200, 401, 403, 404, 412, 415, 429, 503, 504),
   deleteBike: withListener(200, 401, 403, 404, 412, 429, 503, 504),
-  // 503 and 504: trading an API key reads and marks it in the database (docs/decisions.md#api-keys).
+  // 503 and 504: trading an API key reads and marks it in the database (docs/reference/callers.md#api-keys).
   issueToken: withListener(200, 403, 415, 429, 503, 504),
   // For operators and the docs page (src/http/health-router.ts, docs-router.ts).
   liveness: withListener(200),
@@ -211,7 +211,7 @@ describe('GET /openapi.json', () => {
         security: [],
       });
     }
-    // Each with the scope it needs (docs/decisions.md#scopes).
+    // Each with the scope it needs (docs/reference/callers.md#scopes).
     const scopes = Object.fromEntries(
       operations(document)
         .filter(({ operation: op }) => op.security?.length)
@@ -228,7 +228,7 @@ describe('GET /openapi.json', () => {
     }
   });
 
-  it('documents WWW-Authenticate on every 401 and 403, as the service sends it (docs/decisions.md#refusals)', () => {
+  it('documents WWW-Authenticate on every 401 and 403, as the service sends it (docs/reference/callers.md#refusals)', () => {
     const protectedOperations = operations(document).filter(({ operation: op }) => op.responses['401']);
     expect(protectedOperations).toHaveLength(4);
     for (const { operation: op } of [
@@ -467,14 +467,14 @@ describe('GET /openapi.json', () => {
         expect(res.headers.get('content-type')).toMatch(/^text\/plain/);
         const phrase = await res.text();
         const content = documented[String(res.status)].content as Record<string, { example: string }>;
-        // The reason phrase, and for a refusal why after it (docs/decisions.md#refusals).
+        // The reason phrase, and for a refusal why after it (docs/reference/callers.md#refusals).
         expect(phrase.replace(/^(Forbidden): .*$/, '$1')).toBe(content['text/plain'].example);
       }
       expectHeadersDocumented(probe, [...res.headers.keys()], documented[String(res.status)]);
     }
   });
 
-  it("documents the event stream's answers (docs/decisions.md#live-updates): its media type, Last-Event-ID, 429 and 503 with their headers", async () => {
+  it("documents the event stream's answers (docs/reference/browse-and-sync.md#live-updates): its media type, Last-Event-ID, 429 and 503 with their headers", async () => {
     const { operation: op } = operation(document, 'bikeChanges');
     expect(op.parameters).toEqual(
       expect.arrayContaining([expect.objectContaining({ name: 'Last-Event-ID', in: 'header' })]),

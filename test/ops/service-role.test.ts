@@ -13,8 +13,8 @@ import { PATIENCE_MS } from '../support/wait';
 /**
  * The role the service's queries run as (DATABASE_URL's), at start-up: with no role of its own
  * for migrations it migrates only what is pending, and says so when it may not; and it warns when
- * its queries could change the schema (docs/decisions.md#starting-without-a-migrating-role,
- * docs/decisions.md#when-the-service-role-owns-the-catalog).
+ * its queries could change the schema (docs/reference/running-the-service.md#starting-without-a-migrating-role,
+ * docs/reference/running-the-service.md#when-the-service-role-owns-the-catalog).
  */
 
 const ROOT = path.join(__dirname, '..', '..');
@@ -142,7 +142,7 @@ describe('the warning that the service’s queries could change the schema', () 
           role: owner.name,
           msg:
             `${SCHEMA_WARNING}, so they can change or drop the schema; give DATABASE_URL a role of its own and ` +
-            'DATABASE_DIRECT_URL the one that migrates (docs/decisions.md#when-the-service-role-owns-the-catalog)',
+            'DATABASE_DIRECT_URL the one that migrates (docs/reference/running-the-service.md#when-the-service-role-owns-the-catalog)',
         }),
       ]);
     } finally {
@@ -167,7 +167,7 @@ describe('the warning that the service’s queries could change the schema', () 
   });
 });
 
-describe("the service's role, migrated with a role of its own (docs/decisions.md#the-services-role)", () => {
+describe("the service's role, migrated with a role of its own (docs/reference/running-the-service.md#the-services-role)", () => {
   let direct: string;
   let asService: Client;
   let serviceUrl: string;
@@ -229,7 +229,7 @@ describe("the service's role, migrated with a role of its own (docs/decisions.md
     expect(await sum()).toBeGreaterThan(before);
   });
 
-  it("searches, and its writes add their words to the search's list it may only read (docs/decisions.md#a-shoppers-search)", async () => {
+  it("searches, and its writes add their words to the search's list it may only read (docs/reference/browse-and-sync.md#a-shoppers-search)", async () => {
     await asService.query(
       `INSERT INTO bikes (id, handle, title, product_type, created_at, description, vendor, available_for_sale,
          total_inventory, min_price_amount, min_price_currency_code, max_price_amount, max_price_currency_code)
@@ -252,7 +252,7 @@ describe("the service's role, migrated with a role of its own (docs/decisions.md
       `SELECT kind, changed_by, changed_by_proven FROM bike_changes WHERE bike_id = $1 ORDER BY txid, change_id`,
       [rows[0].id],
     );
-    // By SQL, so the writer is the role (docs/decisions.md#who-changed-what).
+    // By SQL, so the writer is the role (docs/reference/callers.md#who-changed-what).
     const writer = { changed_by: `sql:${asService.user}`, changed_by_proven: true };
     expect(logged.rows).toEqual([
       { kind: 'create', ...writer },

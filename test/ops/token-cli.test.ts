@@ -11,7 +11,7 @@ import { tempDataDir } from '../support/temp-dir';
 
 /**
  * `npm run token -- --username <name> [--ttl <seconds>]`, the operator's command
- * (docs/decisions.md#who-may-write): it signs with the service's own secret, prints the token
+ * (docs/reference/callers.md#who-may-write): it signs with the service's own secret, prints the token
  * alone, and a service whose issuance is closed accepts it. Runs the built command (`npm test`
  * builds dist/ first).
  */
@@ -67,7 +67,7 @@ describe('npm run token', () => {
     expect(stdout).toMatch(/^[\w-]+\.[\w-]+\.[\w-]+\n$/);
     const payload = jwt.verify(stdout.trim(), svc.jwtSecret, { algorithms: ['HS256'] }) as jwt.JwtPayload;
     expect(Object.keys(payload).sort()).toEqual(['exp', 'iat', 'iss', 'jti', 'scope', 'username']);
-    // Every scope when --scopes is absent (docs/decisions.md#scopes).
+    // Every scope when --scopes is absent (docs/reference/callers.md#scopes).
     expect(payload).toMatchObject({ username: 'ops-sync', iss: OPERATOR_ISSUER, scope: 'bikes:write bikes:delete' });
     expect(payload.iat).toBeGreaterThanOrEqual(before);
     expect(payload.exp).toBe((payload.iat as number) + 120);

@@ -12,7 +12,7 @@ import { startTestService, type TestService } from '../support/service';
 import { waitFor } from '../support/wait';
 
 /**
- * Who changed what (docs/decisions.md#who-changed-what): each change in the change log carries its
+ * Who changed what (docs/reference/callers.md#who-changed-what): each change in the change log carries its
  * writer, as the write's own statement set it for its transaction: a name only claimed (a token of
  * POST /api/user), the operator's or the identity provider's subject, or, for a write outside the
  * API, the database role. The guide's "who changed this price" report (docs/reporting.md) is run

@@ -3,7 +3,7 @@ import { CLIENT_FIELDS, client, type Client, newBike } from '../support/bikes';
 import { startTestService, type TestService } from '../support/service';
 
 /**
- * Races (docs/decisions.md#partial-update-patch): parallel creates, parallel PATCHes of different
+ * Races (docs/reference/reads-and-writes.md#partial-update-patch): parallel creates, parallel PATCHes of different
  * fields of one bike, and PUT, PATCH and DELETE racing on one id. No 5xx, nothing lost, nothing half-written.
  */
 

@@ -13,7 +13,7 @@ import { waitFor } from '../support/wait';
 import { tempDataDir } from '../support/temp-dir';
 
 /**
- * PostgreSQL stopped and started again under a running service (docs/decisions.md#no-5xx-from-input): requests that
+ * PostgreSQL stopped and started again under a running service (docs/reference/requests-and-answers.md#no-5xx-from-input): requests that
  * need it answer 503 at once, the rest keep working, and the service serves again by itself,
  * without a restart, once PostgreSQL is back on the same port.
  */

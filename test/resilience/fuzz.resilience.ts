@@ -199,7 +199,7 @@ describe('every route, under generated hostile requests', () => {
         const id = onId && UUID.test(safeDecode(segment)) ? safeDecode(segment).toLowerCase() : undefined;
 
         // A valid bike, sent plainly with a good token and no query (every parameter is unknown to
-        // a write: 400, docs/decisions.md#query-parameters), is created or replaced: nothing else.
+        // a write: 400, docs/reference/http.md#query-parameters), is created or replaced: nothing else.
         if (c.auth === 'valid' && c.plainJson && !c.request.target.includes('?')) {
           if (method === 'POST' && route === '^\\/bikes$' && c.bodyKind === 'valid-create' && response.status !== 200)
             throw new Error(`a valid bike was refused${where}`);

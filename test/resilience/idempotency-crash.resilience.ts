@@ -5,7 +5,7 @@ import { createTestDatabase } from '../support/databases';
 import { type ServiceProcess, spawnService } from '../support/process';
 
 /**
- * Idempotency-Key across a crash (docs/decisions.md#idempotency-keys): creates with keys, the service
+ * Idempotency-Key across a crash (docs/reference/caching-and-conditions.md#idempotency-keys): creates with keys, the service
  * killed with SIGKILL while they run (some commit and are never answered), then every create
  * retried with its key on the restarted service: each key ends with exactly one bike, and a
  * retry of a create that had committed is answered as a replay of it.

@@ -6,7 +6,7 @@ import { startTestService, type TestService } from '../support/service';
 import { PATIENCE_MS } from '../support/wait';
 
 /**
- * Body and time limits (docs/decisions.md#bodies): bodies over 1 MB get 413 without being read whole, and
+ * Body and time limits (docs/reference/requests-and-answers.md#bodies): bodies over 1 MB get 413 without being read whole, and
  * the client's next request still succeeds; a client too slow with its headers or its body is
  * cut off.
  */

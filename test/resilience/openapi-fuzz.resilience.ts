@@ -144,19 +144,19 @@ function isObject(value: unknown): boolean {
 const isDotSegment = (value: string) => value === '.' || value === '..';
 
 /**
- * Cursors are the service's own, taken from an earlier answer (docs/decisions.md#cursors): no
+ * Cursors are the service's own, taken from an earlier answer (docs/reference/browse-and-sync.md#cursors): no
  * schema can make a valid one, so a valid probe leaves them out and an invalid one forges one.
  */
 const CURSORS = new Set(['cursor', 'since']);
 
-/** A query number as the service reads one (docs/decisions.md#query-parameters): decimal, no exponent. */
+/** A query number as the service reads one (docs/reference/http.md#query-parameters): decimal, no exponent. */
 const queryNumber = fc.double({ min: -1e6, max: 1e6, noNaN: true }).map((n) => n.toFixed(2));
 
-/** A price range is in a currency (docs/decisions.md#paged-listing): a bound without one is refused. */
+/** A price range is in a currency (docs/reference/browse-and-sync.md#paged-listing): a bound without one is refused. */
 const priceInCurrency = (query: Record<string, unknown>) =>
   query.currency !== undefined || (query.minPrice === undefined && query.maxPrice === undefined);
 
-/** Relevance ranks a shopper's words: it needs a `q` of some text (docs/decisions.md#a-shoppers-search). */
+/** Relevance ranks a shopper's words: it needs a `q` of some text (docs/reference/browse-and-sync.md#a-shoppers-search). */
 const relevanceWithWords = (query: Record<string, unknown>) =>
   query.sort !== 'relevance' || (typeof query.q === 'string' && query.q.trim() !== '');
 

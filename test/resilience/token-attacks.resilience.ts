@@ -6,7 +6,7 @@ import { startTestService, type TestService } from '../support/service';
 
 /**
  * Forged, broken and hostile tokens against every protected operation. The specification:
- * no token is 401, a token that fails verification is 403 (docs/decisions.md#tokens: HS256 only). Each
+ * no token is 401, a token that fails verification is 403 (docs/reference/callers.md#tokens: HS256 only). Each
  * attack is tried on POST, PUT, PATCH and DELETE, and afterwards the catalog is unchanged.
  */
 

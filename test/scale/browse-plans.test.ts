@@ -7,10 +7,10 @@ const SORTS = EVERY_SORT.filter((sort) => sort !== 'relevance');
 import { createTestDatabase } from '../support/databases';
 
 /**
- * GET /bikes's pages at scale (docs/decisions.md#paged-listing): on 50,000 bikes, the plan
+ * GET /bikes's pages at scale (docs/reference/browse-and-sync.md#paged-listing): on 50,000 bikes, the plan
  * PostgreSQL runs for each page, read with EXPLAIN (ANALYZE, BUFFERS) from the statements the
  * service runs, both as sent unnamed (planned for their values) and as a connection that prepares
- * them runs them (docs/decisions.md#prepared-statements: PostgreSQL may then keep one plan for
+ * them runs them (docs/reference/database.md#prepared-statements: PostgreSQL may then keep one plan for
  * every value). Every sort, alone and after a vendor or a product type, is a range of an index, in
  * order, with no sort step, and a page deep in it (the 1,001st, unfiltered) reads what the first
  * does. Every other filter is served by an index too: no page scans the whole table.

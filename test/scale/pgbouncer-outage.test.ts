@@ -31,7 +31,7 @@ interface Answer {
 /**
  * PostgreSQL stopped behind PgBouncer (transaction mode), while lists (a page, a search, the
  * whole catalog) and GETs by id are in flight: each answers 503 (or, a list whose 200 had begun
- * streaming, is cut), never waits for the 30 s cut-off (docs/decisions.md#a-database-that-is-busy-down-or-hung);
+ * streaming, is cut), never waits for the 30 s cut-off (docs/reference/requests-and-answers.md#a-database-that-is-busy-down-or-hung);
  * and the service says so once a change of the database's state, not once a probe.
  */
 (why ? describe.skip : describe)('PostgreSQL stopped behind PgBouncer', () => {

@@ -17,7 +17,7 @@ if (why) console.log(`pgbouncer.test.ts skipped: ${why}`);
  * DATABASE_URL pointing at a real PgBouncer (Debian's 1.18) in transaction pooling mode, where a
  * connection is the client's only for one transaction: no session state, no named prepared
  * statements (the service, told nothing, finds that it talks to a pooler and prepares none:
- * docs/decisions.md#prepared-statements). Migrations lock inside each of their transactions, so
+ * docs/reference/database.md#prepared-statements). Migrations lock inside each of their transactions, so
  * they may run through it too. What the service sends PgBouncer is read on the way (a proxy).
  */
 (why ? describe.skip : describe)('the service through PgBouncer in transaction pooling mode', () => {
@@ -65,7 +65,7 @@ if (why) console.log(`pgbouncer.test.ts skipped: ${why}`);
     expect((await api.request('GET', `/bikes/${created.id}`)).status).toBe(404);
   });
 
-  it("records each write's caller in the change log, for its own transaction only (docs/decisions.md#who-changed-what)", async () => {
+  it("records each write's caller in the change log, for its own transaction only (docs/reference/callers.md#who-changed-what)", async () => {
     const created = await api.create(newBike());
     const { id: _id, handle: _handle, ...fields } = created;
     expect((await api.request('PATCH', `/bikes/${created.id}`, { body: { totalInventory: 2 } })).status).toBe(200);
@@ -170,7 +170,7 @@ if (why) console.log(`pgbouncer.test.ts skipped: ${why}`);
     expect(current.status).toBe(200);
   });
 
-  it('streams the changes as events through it: the poll alone, no LISTEN (docs/decisions.md#one-poll-per-instance)', async () => {
+  it('streams the changes as events through it: the poll alone, no LISTEN (docs/reference/browse-and-sync.md#one-poll-per-instance)', async () => {
     const start = (await api.request('GET', '/bikes/search/by-title?query=none-such')).headers.get('catalog-cursor');
     const events = await openEventStream(`${svc.baseUrl}/bikes/changes?since=${encodeURIComponent(start as string)}`);
     try {
@@ -252,7 +252,7 @@ if (why) console.log(`pgbouncer.test.ts skipped: ${why}`);
  * (1.18, transaction mode): a statement a connection prepared is unknown on the next server
  * connection (26000), or one prepared by another client has its name there (42P05). Each is
  * refused before it runs: run again unnamed, and the pool prepares nothing more
- * (docs/decisions.md#prepared-statements). No write answers 500.
+ * (docs/reference/database.md#prepared-statements). No write answers 500.
  */
 (why ? describe.skip : describe)('DATABASE_PREPARED_STATEMENTS=on through PgBouncer 1.18 in transaction mode', () => {
   let bouncer: Bouncer;

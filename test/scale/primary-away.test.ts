@@ -21,7 +21,7 @@ const why = missing(PGBOUNCER, `${POSTGRES_15}/postgres`);
 if (why) console.log(`primary-away.test.ts skipped: ${why}`);
 
 /**
- * The primary side away (docs/decisions.md#reads-while-the-primary-is-away): the service reaches the primary through
+ * The primary side away (docs/reference/database.md#reads-while-the-primary-is-away): the service reaches the primary through
  * PgBouncer and reads a streaming replica. With PgBouncer stopped, or hanging (SIGSTOP), reads
  * answer 200 from the replica, marked X-Stale; writes answer 503 with Retry-After, open pooled
  * connections included, while PgBouncer still hangs (the service's own time limits answer them,

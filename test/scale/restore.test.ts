@@ -17,7 +17,7 @@ const why = missing(`${POSTGRES_15}/postgres`, `${POSTGRES_15}/pg_dump`, `${POST
 if (why) console.log(`restore.test.ts skipped: ${why}`);
 
 /**
- * A catalog restored under a running instance (docs/decisions.md#catalog-identity): no ETag given
+ * A catalog restored under a running instance (docs/reference/caching-and-conditions.md#catalog-identity): no ETag given
  * out before the restore stands for what the catalog holds after it, so none is answered 304 and
  * none lets a write through, whether the dump went back in place or into a database made anew.
  */
@@ -28,7 +28,7 @@ if (why) console.log(`restore.test.ts skipped: ${why}`);
   let dumpDir: string;
 
   // Not execFileSync: the service runs in this process, and a process held still for as long as
-  // a busy machine takes to dump finds its database silent for that long (docs/decisions.md#busy-is-not-down).
+  // a busy machine takes to dump finds its database silent for that long (docs/reference/requests-and-answers.md#busy-is-not-down).
   const run = promisify(execFile);
   const dump = async (database: string) => {
     const file = path.join(dumpDir, `${database}-${Date.now()}.dump`);

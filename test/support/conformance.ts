@@ -10,8 +10,8 @@ import { schemaErrors } from './json-schema';
  * Which part of the document an answer is judged by:
  * - The operation of its method and path, matched as OpenAPI matches (the path first, literal
  *   paths before templated ones, then the method: a method the literal path does not serve is
- *   not the templated path's, as the service routes: docs/decisions.md#path-matching), a path
- *   with or without its trailing slash (docs/decisions.md#trailing-slash). HEAD is its GET without the body (RFC 9110 9.3.2) unless
+ *   not the templated path's, as the service routes: docs/reference/http.md#path-matching), a path
+ *   with or without its trailing slash (docs/reference/http.md#trailing-slash). HEAD is its GET without the body (RFC 9110 9.3.2) unless
  *   the document has a `head` operation.
  * - Any other request (a path the document does not have, a method no operation of the path
  *   serves, OPTIONS, a request line that is no request) is judged by the responses of
@@ -135,7 +135,7 @@ interface PathTemplate {
 
 const templates = new WeakMap<OpenApiDocument, PathTemplate[]>();
 
-/** `/bikes/` and `/bikes` alike (docs/decisions.md#trailing-slash). */
+/** `/bikes/` and `/bikes` alike (docs/reference/http.md#trailing-slash). */
 const withoutTrailingSlash = (path: string) => (path.length > 1 ? path.replace(/\/$/, '') : path);
 
 /** The document's paths, literal ones first (OpenAPI 3.1, "Paths Object"). */

@@ -6,7 +6,7 @@ const slotOf = async (db: Client) =>
 
 /**
  * A session on `url` whose catalog version slot (its backend's pid modulo 32:
- * docs/decisions.md#conditional-get) is not `holder`'s. A transaction that has written holds its
+ * docs/reference/caching-and-conditions.md#conditional-get) is not `holder`'s. A transaction that has written holds its
  * slot until it ends, and a write on another session of that slot waits for it, so a test that
  * writes while such a transaction stays open writes on this one.
  */

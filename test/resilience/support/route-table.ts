@@ -5,26 +5,26 @@
  * | Route                         | Method     | Allowed                          | Why                                                                   |
  * |-------------------------------|------------|----------------------------------|-----------------------------------------------------------------------|
  * | /bikes/all                    | GET, HEAD  | 200                              | spec 1                                                                |
- * | /bikes, /bikes/               | GET, HEAD  | 200, 400                         | docs/decisions.md#paged-listing (an unknown parameter, a bad value or cursor: 400) |
- * | /bikes/changes                | GET, HEAD  | 200, 400, 410                    | docs/decisions.md#the-change-feed (a bad since: 400; one past the horizon: 410) |
- * | /bikes/search/by-title        | GET, HEAD  | 200, 400                         | spec 4; docs/decisions.md#search (repeated `query`, U+0000: 400)                   |
+ * | /bikes, /bikes/               | GET, HEAD  | 200, 400                         | docs/reference/browse-and-sync.md#paged-listing (an unknown parameter, a bad value or cursor: 400) |
+ * | /bikes/changes                | GET, HEAD  | 200, 400, 410                    | docs/reference/browse-and-sync.md#the-change-feed (a bad since: 400; one past the horizon: 410) |
+ * | /bikes/search/by-title        | GET, HEAD  | 200, 400                         | spec 4; docs/reference/reads-and-writes.md#search (repeated `query`, U+0000: 400)                   |
  * | /bikes/by-handle/:handle      | GET, HEAD  | 200, 404                         | spec 3                                                                |
- * | /bikes/:id                    | GET, HEAD  | 200, 404                         | spec 2; docs/decisions.md#ids-and-path-segments (not a UUID: 404)                                 |
- * | /bikes, /bikes/               | POST       | 200, 400, 401, 403, 413, 415     | spec 5 and Authentication; docs/decisions.md#bodies (over 1 MB: 413); docs/decisions.md#content-codings (415) |
- * | /bikes/:id                    | PUT        | 200, 401, 403, 404, 413, 415     | spec 6 (every failure 404); docs/decisions.md#replace-put, docs/decisions.md#strings-postgresql-cannot-hold, docs/decisions.md#bodies; docs/decisions.md#content-codings (415) |
- * | /bikes/:id                    | PATCH      | 200, 400, 401, 403, 404, 413, 415 | spec 7; docs/decisions.md#partial-update-patch, docs/decisions.md#strings-postgresql-cannot-hold, docs/decisions.md#bodies; docs/decisions.md#content-codings (415)                   |
- * | /bikes/:id                    | DELETE     | 200, 401, 403, 404               | spec 8; docs/decisions.md#delete                                                  |
- * | /api/user                     | POST       | 200, 400, 413, 415               | spec 9; docs/decisions.md#bodies, docs/decisions.md#tokens; docs/decisions.md#content-codings (415)                       |
+ * | /bikes/:id                    | GET, HEAD  | 200, 404                         | spec 2; docs/reference/reads-and-writes.md#ids-and-path-segments (not a UUID: 404)                                 |
+ * | /bikes, /bikes/               | POST       | 200, 400, 401, 403, 413, 415     | spec 5 and Authentication; docs/reference/requests-and-answers.md#bodies (over 1 MB: 413); docs/reference/requests-and-answers.md#content-codings (415) |
+ * | /bikes/:id                    | PUT        | 200, 401, 403, 404, 413, 415     | spec 6 (every failure 404); docs/reference/reads-and-writes.md#replace-put, docs/reference/bike.md#strings-postgresql-cannot-hold, docs/reference/requests-and-answers.md#bodies; docs/reference/requests-and-answers.md#content-codings (415) |
+ * | /bikes/:id                    | PATCH      | 200, 400, 401, 403, 404, 413, 415 | spec 7; docs/reference/reads-and-writes.md#partial-update-patch, docs/reference/bike.md#strings-postgresql-cannot-hold, docs/reference/requests-and-answers.md#bodies; docs/reference/requests-and-answers.md#content-codings (415)                   |
+ * | /bikes/:id                    | DELETE     | 200, 401, 403, 404               | spec 8; docs/reference/reads-and-writes.md#delete                                                  |
+ * | /api/user                     | POST       | 200, 400, 413, 415               | spec 9; docs/reference/requests-and-answers.md#bodies, docs/reference/callers.md#tokens; docs/reference/requests-and-answers.md#content-codings (415)                       |
  * | /healthz /readyz /openapi.json /docs /docs/swagger-initializer.js | GET, HEAD | 200 | operations routes (the database is up during the fuzz run)   |
  * | /docs/:asset                  | GET, HEAD  | 200, 404                         | a Swagger UI file, or none                                            |
- * | /bikes/all with another method, or spelled otherwise (/bikes/ALL, /bikes/%61ll) | any | as /bikes/:id | docs/decisions.md#path-matching: the literal path first, then the id route |
- * | a known path, a method no route of it serves | any | 405 (OPTIONS: 204)          | docs/decisions.md#errors                                                          |
- * | any path                      | any        | 404                              | unknown path; a path that is not valid percent-encoding (docs/decisions.md#ids-and-path-segments), after the token on a protected route |
+ * | /bikes/all with another method, or spelled otherwise (/bikes/ALL, /bikes/%61ll) | any | as /bikes/:id | docs/reference/http.md#path-matching: the literal path first, then the id route |
+ * | a known path, a method no route of it serves | any | 405 (OPTIONS: 204)          | docs/reference/requests-and-answers.md#errors                                                          |
+ * | any path                      | any        | 404                              | unknown path; a path that is not valid percent-encoding (docs/reference/reads-and-writes.md#ids-and-path-segments), after the token on a protected route |
  *
  * And, whatever the route:
  * - On a protected route (POST /bikes, PUT/PATCH/DELETE /bikes/:id) a request with no token gets
  *   exactly 401 and one with a token that fails verification exactly 403: the token is checked
- *   first (spec: order of checks; docs/decisions.md#bodies).
+ *   first (spec: order of checks; docs/reference/requests-and-answers.md#bodies).
  * - Requests node's HTTP parser refuses before the app sees them (a method that is not a token,
  *   bad header bytes, both Content-Length and Transfer-Encoding, a request line and headers over
  *   256 KB, an Expect it does not know) are answered by node itself, without the X-Request-Id
@@ -104,7 +104,7 @@ export function expectationFor(method: string, target: string, auth: 'valid' | '
   const asMethod = (method === 'HEAD' ? 'GET' : method) as keyof Table;
   const matching = ROUTES.filter((route) => route.pattern.test(path));
   // The path picks its route first, a literal one before one with a parameter (/bikes/all before
-  // /bikes/:id), and then the method (docs/decisions.md#path-matching).
+  // /bikes/:id), and then the method (docs/reference/http.md#path-matching).
   const literal = matching.find((route) => !route.pattern.source.includes('[^/]+'));
   const candidates = literal ? [literal] : matching;
   const serving = candidates.find((route) => route.methods[asMethod]);
@@ -117,7 +117,7 @@ export function expectationFor(method: string, target: string, auth: 'valid' | '
   // 405 when the path's route does not serve the method.
   if (serving) serving.methods[asMethod]?.forEach((s) => allowed.add(s));
   else if (candidates.length > 0) allowed.add(method === 'OPTIONS' ? 204 : 405);
-  // A parameter the route does not know is 400 on every route (docs/decisions.md#query-parameters).
+  // A parameter the route does not know is 400 on every route (docs/reference/http.md#query-parameters).
   if (serving && target.includes('?')) allowed.add(400);
   return { allowed, route: serving, path };
 }
