@@ -71,3 +71,10 @@ describe('placeholders in the Markdown files', () => {
     expect(unfilled).toEqual([]);
   });
 });
+
+/** A small README, deep guides: the README says what it is, how to start and where to read more. */
+describe('the README', () => {
+  it('stays at most 260 lines, the rest in docs/', () => {
+    expect(fs.readFileSync(path.join(ROOT, 'README.md'), 'utf8').trimEnd().split('\n').length).toBeLessThanOrEqual(260);
+  });
+});
