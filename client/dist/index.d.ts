@@ -2805,7 +2805,7 @@ interface operations {
                 /** @description Your id for the request (up to 128 of `A-Za-z0-9_.:-`), echoed; otherwise one is made. */
                 "X-Request-Id"?: string;
                 /**
-                 * @description Your name for this create, to retry it safely (1 to 255 visible ASCII characters, no comma; make it unguessable: a UUID v4 per create). Sent again with the same fields, it answers the first 200 again (with `Idempotent-Replayed: true`) and creates nothing; with other fields, 422; while the first request is still running, 409. Whose keys it is among, and for how long: docs/decisions.md#idempotency-keys.
+                 * @description Your name for this create, to retry it safely (1 to 255 visible ASCII characters, no comma; make it unguessable: a UUID v4 per create). Sent again with the same fields, it answers the first 200 again (with `Idempotent-Replayed: true`) and creates nothing; with other fields, 422; while the first request is still running, 409. Whose keys it is among, and for how long: docs/reference/caching-and-conditions.md#idempotency-keys.
                  * @example 8e03978e-40d5-43e8-bc93-6894a57f9324
                  */
                 "Idempotency-Key"?: string;
@@ -3851,7 +3851,7 @@ interface CatalogClientOptions {
      */
     token?: TokenSource;
     /**
-     * An API key your operator issued (`bk_live_...`, docs/decisions.md#api-keys): the client trades
+     * An API key your operator issued (`bk_live_...`, docs/reference/callers.md#api-keys): the client trades
      * it for a token at POST /api/user, and again before each token expires. Not with `token`.
      */
     apiKey?: string;
@@ -3959,7 +3959,7 @@ declare class BlockedError extends CatalogError {
     name: string;
     readonly written = "nothing";
 }
-/** A 401: the write carried no token (docs/decisions.md#refusals). */
+/** A 401: the write carried no token (docs/reference/callers.md#refusals). */
 declare class TokenMissingError extends RequestError {
     name: string;
 }

@@ -610,7 +610,7 @@ function challengeOf(response) {
     const header = response.headers.get('WWW-Authenticate') ?? '';
     return Object.fromEntries([...header.matchAll(/(\w+)="([^"]*)"/g)].map(([, name, value]) => [name, value]));
 }
-/** A 401: the write carried no token (docs/decisions.md#refusals). */
+/** A 401: the write carried no token (docs/reference/callers.md#refusals). */
 class TokenMissingError extends RequestError {
     name = 'TokenMissingError';
 }
@@ -788,7 +788,7 @@ async function getBike(ctx, id, { signal, primary = false } = {}) {
 }
 /**
  * POST /bikes/ under one Idempotency-Key (a random UUID unless given) kept across its retries
- * (docs/decisions.md#idempotency-keys): whatever the answers, the service makes one bike at most.
+ * (docs/reference/caching-and-conditions.md#idempotency-keys): whatever the answers, the service makes one bike at most.
  * After an answer that leaves the outcome unknown (504, a lost connection), the bike named in
  * `Content-Location` is read: if it is there, it is the answer; otherwise the key is sent again,
  * which answers the bike if the first attempt made it, or makes it.
@@ -896,7 +896,7 @@ function uuidV4() {
 
 /**
  * Sends every request body gzip-compressed (`Content-Encoding: gzip`), which each route that
- * reads a body takes (docs/decisions.md#content-codings). CompressionStream is in
+ * reads a body takes (docs/reference/requests-and-answers.md#content-codings). CompressionStream is in
  * browsers and Node.js alike.
  */
 const gzipBodies = {
@@ -912,7 +912,7 @@ const gzipBodies = {
 };
 
 /**
- * GET /bikes/facets (docs/decisions.md#facets): for the bikes that pass `filters` (those of
+ * GET /bikes/facets (docs/reference/browse-and-sync.md#facets): for the bikes that pass `filters` (those of
  * `pages`, `q` included), the total, each facet's values with their counts (each counted without
  * its own filter: a storefront's checkboxes) and the range of minimum prices in each currency.
  * `facets`: which to count; all five when absent.
@@ -1137,7 +1137,7 @@ function stream(feed, since, EventSource) {
 /**
  * GET /bikes, page after page: each page's bikes, the next page asked for at the address its
  * `Link: <...>; rel="next"` gives, as it is, until a page has none
- * (docs/decisions.md#paged-listing). `limit` is the size of a page (1 to 250; 24 when absent).
+ * (docs/reference/browse-and-sync.md#paged-listing). `limit` is the size of a page (1 to 250; 24 when absent).
  */
 async function* pages(ctx, filters = {}, sort, { limit, signal } = {}) {
     let next;
@@ -1257,7 +1257,7 @@ function createCatalogClient(options) {
     const issued = async () => {
         const { answer } = await persist((bounded) => api.POST('/api/user', {
             body: username === undefined || apiKey !== undefined ? undefined : { username },
-            // An API key is traded for a token of its own (docs/decisions.md#api-keys).
+            // An API key is traded for a token of its own (docs/reference/callers.md#api-keys).
             ...(apiKey !== undefined && { headers: { Authorization: `Bearer ${apiKey}` } }),
             signal: bounded,
         }), persistence('POST /api/user'));
