@@ -50,9 +50,36 @@ const PRICE_FILTERS: readonly FilterName[] = ['minPrice', 'maxPrice'];
 const isFacet = (name: FilterName): name is Facet => Object.hasOwn(FACETS, name);
 
 /**
+ * The facets' columns, by the key columns (their first 200 characters: the migration browse) the
+ * narrow index bikes_facets holds, as its index-only scan reads them: a value shorter than 200
+ * characters is its key; the rare bikes with a longer one are grouped by their values, read from
+ * the table.
+ */
+const KEYED_COLUMNS = [
+  { column: 'vendor', key: 'vendor_key' },
+  { column: 'product_type', key: 'product_type_key' },
+  { column: 'min_price_currency_code', key: 'min_price_currency_key' },
+] as const;
+
+/** The facets' columns that are no strings. */
+const PLAIN_COLUMNS = ['available_for_sale', 'total_inventory'] as const;
+
+/** Whether a combination has a key of 200 characters, whose values the key does not tell. */
+const LONG_KEY = sql<boolean>`(${sql.join(
+  KEYED_COLUMNS.map(({ key }) => sql`length(${sql.ref(key)}) >= 200`),
+  sql` OR `,
+)})`;
+
+/**
  * The statement of the facets `facets` (in FACET_NAMES' order) with the filters of a shape
  * (shapeOf): the catalog's version, then a row per facet's value, one for the prices of each
  * currency and one for the total. `kind` says which: the facet's name, `price` or `total`.
+ *
+ * In two steps, one statement: the bikes that pass the filters no facet has (`q`,
+ * `titleContains`) are grouped by every combination of the facets' columns and whether they pass
+ * the price range (`priced`), with their number and lowest and highest prices (CTE
+ * `combinations`, a few hundred rows in a catalog of any size); each facet's counts are then sums
+ * over those, by GROUPING SETS, each with every filter but the facet's own.
  */
 function facetsStatement(facets: Facet[], filters: string[]) {
   const params: Record<string, RawBuilder<unknown>> = {};
@@ -62,8 +89,15 @@ function facetsStatement(facets: Facet[], filters: string[]) {
       name: filterOf(shaped).name,
       holds: shapedCondition(shaped, p[shaped]),
     }));
+    const priceConditions = conditions.filter(({ name }) => PRICE_FILTERS.includes(name)).map(({ holds }) => holds);
+    const priced = priceConditions.length === 0 ? sql<boolean>`true` : sql.join(priceConditions, sql` AND `);
+    // In the second step, the price range is the combination's `priced`.
+    const facetConditions = conditions
+      .filter(({ name }) => isFacet(name))
+      .map(({ name, holds }) => ({ name, holds }))
+      .concat(priceConditions.length === 0 ? [] : [{ name: 'minPrice', holds: sql<boolean>`bikes.priced` }]);
     const all = (except: (name: FilterName) => boolean) => {
-      const kept = conditions.filter(({ name }) => !except(name)).map(({ holds }) => holds);
+      const kept = facetConditions.filter(({ name }) => !except(name)).map(({ holds }) => holds);
       return kept.length === 0 ? sql<boolean>`true` : sql<boolean>`(${sql.join(kept, sql` AND `)})`;
     };
     // What a facet's values are counted with, what the prices are found with, and the total's.
@@ -83,27 +117,81 @@ function facetsStatement(facets: Facet[], filters: string[]) {
       grouped.map((facet) => sql`WHEN ${isGroup(facet)} THEN (${columnOf(facet)})::text`),
       sql` `,
     );
+    const sumOf = (holds: RawBuilder<boolean>) => sql`coalesce(sum(bikes.bikes) FILTER (WHERE ${holds}), 0)`;
     const counts = sql.join(
-      grouped.map((facet) => sql`WHEN ${isGroup(facet)} THEN count(*) FILTER (WHERE ${everyBut(facet)})`),
+      grouped.map((facet) => sql`WHEN ${isGroup(facet)} THEN ${sumOf(everyBut(facet))}`),
       sql` `,
     );
+    // First the bikes by their keys (bikes_facets, index-only), with the filters no facet has: they
+    // choose the rows read, and hold for every count.
+    let byKeys = kysely
+      .selectFrom('bikes')
+      .select([
+        ...KEYED_COLUMNS.map(({ key }) => sql.ref(`bikes.${key}`).as(key)),
+        ...PLAIN_COLUMNS.map((c) => sql.ref(`bikes.${c}`).as(c)),
+      ])
+      .select([
+        sql<boolean>`${priced}`.as('priced'),
+        sql<string>`count(*)`.as('bikes'),
+        sql<number>`min(bikes.min_price_amount)`.as('min_price'),
+        sql<number>`max(bikes.min_price_amount)`.as('max_price'),
+      ]);
+    const unfaceted = conditions.filter(({ name }) => !isFacet(name) && !PRICE_FILTERS.includes(name));
+    for (const { holds } of unfaceted) byKeys = byKeys.where(holds);
+    const groupedByKeys = byKeys.groupBy([
+      ...KEYED_COLUMNS.map(({ key }) => sql.ref(`bikes.${key}`)),
+      ...PLAIN_COLUMNS.map((c) => sql.ref(`bikes.${c}`)),
+      ...(priceConditions.length === 0 ? [] : [sql`${priced}`]),
+    ]);
+    // The combinations whose keys are their values.
+    const short = sql`SELECT ${sql.join(
+      KEYED_COLUMNS.flatMap(({ column, key }) => [
+        sql`by_keys.${sql.ref(key)}`,
+        sql`by_keys.${sql.ref(key)} AS ${sql.ref(column)}`,
+      ]),
+    )}, ${sql.join(PLAIN_COLUMNS.map((c) => sql`by_keys.${sql.ref(c)}`))}, by_keys.priced, by_keys.bikes, by_keys.min_price,
+      by_keys.max_price FROM by_keys WHERE NOT ${LONG_KEY}`;
+    // The bikes of the others, by their values, from the table: read only when there are any.
+    let long = kysely
+      .selectFrom('bikes')
+      .select([
+        ...KEYED_COLUMNS.flatMap(({ column, key }) => [
+          sql.ref(`bikes.${key}`).as(key),
+          sql.ref(`bikes.${column}`).as(column),
+        ]),
+        ...PLAIN_COLUMNS.map((c) => sql.ref(`bikes.${c}`).as(c)),
+        sql<boolean>`${priced}`.as('priced'),
+        sql<string>`count(*)`.as('bikes'),
+        sql<number>`min(bikes.min_price_amount)`.as('min_price'),
+        sql<number>`max(bikes.min_price_amount)`.as('max_price'),
+      ])
+      .where(sql<boolean>`EXISTS (SELECT FROM by_keys WHERE ${LONG_KEY})`)
+      .where(
+        sql<boolean>`(${sql.join(KEYED_COLUMNS.map(({ key }) => sql.ref(`bikes.${key}`)))}) IN (SELECT ${sql.join(
+          KEYED_COLUMNS.map(({ key }) => sql.ref(`by_keys.${key}`)),
+        )} FROM by_keys WHERE ${LONG_KEY})`,
+      );
+    for (const { holds } of unfaceted) long = long.where(holds);
+    const groupedLong = long.groupBy([
+      ...KEYED_COLUMNS.flatMap(({ column, key }) => [sql.ref(`bikes.${key}`), sql.ref(`bikes.${column}`)]),
+      ...PLAIN_COLUMNS.map((c) => sql.ref(`bikes.${c}`)),
+      ...(priceConditions.length === 0 ? [] : [sql`${priced}`]),
+    ]);
+    const sets = sql.join([...grouped.map((facet) => sql`(${columnOf(facet)})`), sql`()`]);
     const rows = kysely
       .with('search', (db) => db.selectNoFrom(searchTerms(p.q)))
-      .selectFrom('bikes')
+      .with('by_keys', () => groupedByKeys)
+      .with('combinations', (db) => db.selectFrom(sql`(${short} UNION ALL ${groupedLong})`.as('both')).selectAll())
+      .selectFrom('combinations as bikes')
       .select([
         sql<string>`CASE ${kinds} ELSE 'total' END`.as('kind'),
         sql<string | null>`CASE ${values} END`.as('value'),
-        sql<string>`(CASE ${counts} ELSE count(*) FILTER (WHERE ${every}) END)::text`.as('count'),
-        sql<number | null>`min(bikes.min_price_amount) FILTER (WHERE ${unpriced})`.as('min'),
-        sql<number | null>`max(bikes.min_price_amount) FILTER (WHERE ${unpriced})`.as('max'),
-      ]);
-    // The filters no facet has hold for every count: they choose the rows read.
-    let filtered = rows;
-    for (const { name, holds } of conditions) {
-      if (!isFacet(name) && !PRICE_FILTERS.includes(name)) filtered = filtered.where(holds);
-    }
-    const sets = sql.join([...grouped.map((facet) => sql`(${columnOf(facet)})`), sql`()`]);
-    return withListVersion(filtered.groupBy(sql`GROUPING SETS (${sets})`));
+        sql<string>`(CASE ${counts} ELSE ${sumOf(every)} END)::text`.as('count'),
+        sql<number | null>`min(bikes.min_price) FILTER (WHERE ${unpriced})`.as('min'),
+        sql<number | null>`max(bikes.max_price) FILTER (WHERE ${unpriced})`.as('max'),
+      ])
+      .groupBy(sql`GROUPING SETS (${sets})`);
+    return withListVersion(rows);
   });
 }
 

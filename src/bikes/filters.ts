@@ -88,6 +88,12 @@ export const searchRank = sql<number>`CASE ${sql.join(
   sql` `,
 )} ELSE 7 END`;
 
+/** The ranks, best first. */
+export const RANKS = [0, 1, 2, 3, 4, 5, 6, 7] as const;
+
+/** Whether a bike can have a rank: its query is not null (no bike has some word in its fields). */
+export const tierPossible = (rank: number) => sql<boolean>`${terms(rank + 1)} IS NOT NULL`;
+
 /** Each filter's condition on its value, as the statement's shape has it (one value or a list). */
 function conditionOf(name: FilterName, value: RawBuilder<unknown>, several: boolean): RawBuilder<boolean> {
   // q's value is the CTE's (searchTerms).

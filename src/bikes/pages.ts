@@ -5,7 +5,16 @@ import { kysely, param, prepare } from '../db/sql';
 import type { Bike } from './bike';
 import { type Seen, seenOf, type Unchanged, unchangedFor, versionOf, withListVersion } from './catalog-version';
 import { BIKE_COLUMNS, fromModelFields } from './fields';
-import { type PageFilters, searchRank, searchTerms, shapeOf, shapedCondition, valueOf } from './filters';
+import {
+  type PageFilters,
+  RANKS,
+  searchRank,
+  searchTerms,
+  shapeOf,
+  shapedCondition,
+  tierPossible,
+  valueOf,
+} from './filters';
 
 /**
  * GET /bikes's pages (docs/reference/browse-and-sync.md#paged-listing): the catalog in one of its orders, filtered,
@@ -99,6 +108,7 @@ const orderOf = (sort: Sort): Order => (sort.startsWith('-') ? sort.slice(1) : s
  * made for each, and a prepared page would be planned anew every time (docs/reference/database.md#prepared-statements).
  */
 function pageStatement(sort: Sort, filters: string[], after: boolean, rows: number) {
+  if (sort === 'relevance' && filters.includes('q')) return relevanceStatement(filters, after, rows);
   const columns: readonly KeyColumn[] = ORDERS[orderOf(sort)];
   const direction = sort.startsWith('-') ? 'desc' : 'asc';
   const seq = param<string>();
@@ -129,6 +139,76 @@ function pageStatement(sort: Sort, filters: string[], after: boolean, rows: numb
     }
     for (const column of columns) page = page.orderBy(keyOf(column), direction);
     return withListVersion(page.orderBy('bikes.seq', direction).limit(sql.lit(rows)));
+  });
+}
+
+/**
+ * How many bikes with the words a page by relevance ranks all of, at most (FEW_MATCHES): the
+ * bikes the words' index finds, when they are so few, are read and ranked whole; more, and the
+ * page reads the ranks in turn instead.
+ */
+const FEW_MATCHES = 1000;
+
+/**
+ * The statement of a page by relevance: the same rows, in the same order, as ORDER BY searchRank,
+ * seq would give (docs/reference/browse-and-sync.md#a-shoppers-search), without ranking every bike with the words.
+ * The words' index (GIN) first finds up to FEW_MATCHES + 1 of them. When there are no more than
+ * FEW_MATCHES, those are ranked and the page taken from them. Otherwise the ranks are read in
+ * turn, best first, each a scan of the bikes in insertion order (the seq index) for as many rows
+ * as the page still needs: PostgreSQL runs the parts of a UNION ALL one after the other and stops
+ * when the LIMIT has its rows, so a page of a rank many bikes have reads about as many rows as it
+ * shows; a rank no bike can have (its query is null: bike_search_queries, the migration
+ * storefront_search) is never scanned, nor a rank before the cursor's. The rank a row has is its
+ * key.
+ */
+function relevanceStatement(filters: string[], after: boolean, rows: number) {
+  const rank = param<string>();
+  const seq = param<string>();
+  const params: Record<string, RawBuilder<unknown>> = {};
+  for (const name of filters) params[name] = param();
+  if (after) {
+    params.key0 = rank;
+    params.seq = seq;
+  }
+  return prepare(params, (p) => {
+    const many = sql<boolean>`(SELECT count(*) FROM candidates) > ${sql.lit(FEW_MATCHES)}`;
+    const select = () => kysely.selectFrom('bikes').select(BIKE_COLUMNS).select('bikes.seq');
+    let few = select()
+      .select(sql<string>`json_build_array((${searchRank})::text)::text`.as('keys'))
+      .where(sql<boolean>`NOT ${many}`)
+      .where(sql<boolean>`bikes.seq IN (SELECT candidates.seq FROM candidates)`);
+    if (after) few = few.where(sql<boolean>`(${searchRank}, bikes.seq) > (${rank}::int4, ${seq}::bigint)`);
+    few = few.orderBy(searchRank).orderBy('bikes.seq').limit(sql.lit(rows));
+    const tiers = RANKS.map((tier) => {
+      let part = select()
+        .select(sql<string>`${sql.lit(`["${tier}"]`)}::text`.as('keys'))
+        .where(many)
+        .where(tierPossible(tier))
+        .where(sql<boolean>`${searchRank} = ${sql.lit(tier)}`);
+      // q's condition is the rank's: left out, so that the scan is the seq index's, not the words'.
+      for (const name of filters) if (name !== 'q') part = part.where(shapedCondition(name, p[name]));
+      if (after) {
+        part = part
+          .where(sql<boolean>`${sql.lit(tier)} >= ${rank}::int4`)
+          .where(
+            sql<boolean>`bikes.seq > CASE WHEN ${rank}::int4 = ${sql.lit(tier)} THEN ${seq}::bigint ELSE '-9223372036854775808'::bigint END`,
+          );
+      }
+      return part.orderBy('bikes.seq').limit(sql.lit(rows));
+    });
+    let candidates = kysely.selectFrom('bikes').select('bikes.seq');
+    for (const name of filters) candidates = candidates.where(shapedCondition(name, p[name]));
+    const ranked = sql<PageRow>`(${sql.join([few, ...tiers], sql` UNION ALL `)})`;
+    const page = kysely
+      .with('search', (db) => db.selectNoFrom(searchTerms(p.q)))
+      .with(
+        (name) => name('candidates').materialized(),
+        () => candidates.limit(sql.lit(FEW_MATCHES + 1)),
+      )
+      .selectFrom(ranked.as('bikes'))
+      .selectAll()
+      .limit(sql.lit(rows));
+    return withListVersion(page);
   });
 }
 

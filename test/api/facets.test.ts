@@ -27,6 +27,28 @@ const CATALOG: BikeFields[] = Array.from({ length: 30 }, (_, i) =>
   }),
 );
 
+/**
+ * Values longer than the 200 characters of their keys (the facets read the keys, by an index-only
+ * scan, and the rare longer values from the table): two vendors whose keys are one, a type.
+ */
+const LONG_VENDORS = ['Ł'.repeat(200) + ' Racing', 'Ł'.repeat(200) + ' Touring'];
+const LONG_TYPE = 'Very long type '.repeat(20);
+CATALOG.push(
+  ...[0, 1, 2].map((i) =>
+    newBike({
+      title: `Facet bike long ${i}`,
+      vendor: LONG_VENDORS[i % 2],
+      productType: i === 2 ? LONG_TYPE : 'Road',
+      availableForSale: true,
+      totalInventory: i,
+      priceRange: {
+        minPrice: { amount: 100 + i, currencyCode: 'USD' },
+        maxPrice: { amount: 20000, currencyCode: 'USD' },
+      },
+    }),
+  ),
+);
+
 type Filters = {
   vendor?: string[];
   productType?: string[];
@@ -135,6 +157,8 @@ describe('GET /bikes/facets: counts for a storefront', () => {
     { availableForSale: false, currency: ['EUR'] },
     { currency: ['USD'], minPrice: 1, maxPrice: 3000, productType: ['City', 'Gravel'] },
     { aero: true, vendor: ['Trek', 'Cervélo'], availableForSale: true },
+    { vendor: [LONG_VENDORS[0]] },
+    { vendor: [LONG_VENDORS[1], 'Trek'], productType: [LONG_TYPE, 'Road'], minPrice: 0, currency: ['USD'] },
   ];
 
   it.each(CASES)('counts each facet with every filter but its own, as a brute count does: %j', async (filters) => {

@@ -30,19 +30,27 @@ ALTER TABLE "bikes" ADD COLUMN "search_words" tsvector NOT NULL GENERATED ALWAYS
 -- CreateIndex
 CREATE INDEX "bikes_search_words" ON "bikes" USING GIN ("search_words");
 
--- Every word of every bike, once: where a word's typos are found. Kept by the trigger below, whoever
--- writes; a word no bike has any more stays (it only finds no bike).
+-- GET /bikes/facets: the facets' columns by their keys, and the minimum price, narrow enough for
+-- the facets to read them by an index-only scan (src/bikes/facets.ts).
+-- CreateIndex
+CREATE INDEX "bikes_facets" ON "bikes"("vendor_key", "product_type_key", "available_for_sale", "total_inventory", "min_price_currency_key", "min_price_amount");
+
+-- Every word of every bike, once for each field it is in (its weight: A the title, B the vendor, C
+-- the product type, D the description): where a word's typos are found, and which fields a word
+-- can match in at all (a rank tier none of whose bikes can exist is never scanned). Kept by the
+-- trigger below, whoever writes; a word no bike has any more stays (it only finds no bike).
 CREATE TABLE "bike_words" (
     "word" TEXT COLLATE "C" NOT NULL,
+    "weight" TEXT COLLATE "C" NOT NULL,
 
-    CONSTRAINT "bike_words_pkey" PRIMARY KEY ("word")
+    CONSTRAINT "bike_words_pkey" PRIMARY KEY ("word","weight")
 );
 
 -- CreateIndex
 CREATE INDEX "bike_words_word_idx" ON "bike_words" USING GIN ("word" gin_trgm_ops);
 
-INSERT INTO "bike_words" ("word")
-SELECT DISTINCT word FROM "bikes", unnest(tsvector_to_array("search_words")) AS word ORDER BY 1
+INSERT INTO "bike_words" ("word", "weight")
+SELECT DISTINCT lexeme, weight FROM "bikes", unnest("search_words") AS w, unnest(w.weights) AS weight ORDER BY 1, 2
 ON CONFLICT DO NOTHING;
 
 -- The words of the rows a statement wrote, those not there yet, in one order (two writers adding
@@ -50,10 +58,11 @@ ON CONFLICT DO NOTHING;
 CREATE FUNCTION "add_bike_words"() RETURNS trigger LANGUAGE plpgsql
 SECURITY DEFINER SET search_path FROM CURRENT AS $$
 BEGIN
-  INSERT INTO "bike_words" ("word")
-  SELECT DISTINCT added.word FROM changed_rows, unnest(tsvector_to_array(changed_rows."search_words")) AS added(word)
-  WHERE NOT EXISTS (SELECT FROM "bike_words" known WHERE known."word" = added.word)
-  ORDER BY 1
+  INSERT INTO "bike_words" ("word", "weight")
+  SELECT DISTINCT added.lexeme, weight FROM changed_rows, unnest(changed_rows."search_words") AS added,
+    unnest(added.weights) AS weight
+  WHERE NOT EXISTS (SELECT FROM "bike_words" known WHERE known."word" = added.lexeme AND known."weight" = weight)
+  ORDER BY 1, 2
   ON CONFLICT DO NOTHING;
   RETURN NULL;
 END
@@ -77,17 +86,27 @@ $$;
 -- catalog one edit away (9 or more: two); every word must match. Eight queries, the first four of
 -- the words as given (exact), the others with their typos too (fuzzy), each first in the title
 -- alone (A), then the title or the vendor (AB), then with the product type (ABC), then anywhere:
--- a bike's rank is the first of them it matches (src/bikes/search.ts). Null when `q` has no word.
+-- a bike's rank is the first of them it matches (src/bikes/filters.ts). Null when `q` has no word.
+--
+-- A query is null too when no bike can match it: when one of the words (its prefixes, its typos)
+-- is in no bike's fields of that query (bike_words knows each word's fields). A page by relevance
+-- never scans for it (src/bikes/pages.ts). Only the query of the bikes to find (the eighth) is
+-- kept whatever the words.
 --
 -- The trigram index finds the candidates: a word one edit from one of 5 letters shares at least
 -- 3 of its 6 trigrams (similarity 3/9 and more), two edits from one of 9 or more at least 4 of 10
 -- (4/16): a threshold of 0.2 misses none, and levenshtein_less_equal then keeps the exact ones.
+-- The words of a prefix are a range of bike_words' key in the "C" collation (code point order):
+-- from the prefix to the prefix with its last character's code point one more.
 CREATE FUNCTION "bike_search_queries"(q TEXT) RETURNS tsquery[] LANGUAGE plpgsql STABLE STRICT PARALLEL SAFE
 SET search_path FROM CURRENT SET pg_trgm.similarity_threshold = 0.2 AS $$
 DECLARE
   weights CONSTANT TEXT[] := ARRAY['A', 'AB', 'ABC', ''];
+  fields CONSTANT TEXT[] := ARRAY['A', 'AB', 'ABC', 'ABCD'];
   exact TEXT[] := ARRAY['', '', '', ''];
   fuzzy TEXT[] := ARRAY['', '', '', ''];
+  can_exact BOOLEAN[] := ARRAY[true, true, true, true];
+  can_fuzzy BOOLEAN[] := ARRAY[true, true, true, true];
   words TEXT[];
   typos TEXT[];
   this TEXT;
@@ -95,6 +114,9 @@ DECLARE
   allowed INTEGER;
   joiner TEXT;
   last BOOLEAN;
+  upper_code INTEGER;
+  found_in TEXT;
+  typos_in TEXT;
 BEGIN
   SELECT array_agg(lexeme ORDER BY (SELECT min(p) FROM unnest(positions) AS p)) INTO words
   FROM unnest(bike_search_words(q));
@@ -106,15 +128,31 @@ BEGIN
     last := i = cardinality(words);
     allowed := CASE WHEN length(this) >= 9 THEN 2 WHEN length(this) >= 5 THEN 1 ELSE 0 END;
     typos := '{}';
+    typos_in := '';
     IF allowed > 0 THEN
-      SELECT coalesce(array_agg(known."word" ORDER BY known."word"), '{}') INTO typos
+      SELECT coalesce(array_agg(DISTINCT known."word" ORDER BY known."word"), '{}'),
+        coalesce(string_agg(DISTINCT known."weight", ''), '') INTO typos, typos_in
       FROM "bike_words" known
       WHERE known."word" % this AND known."word" <> this
         AND CASE WHEN abs(length(known."word") - length(this)) <= allowed AND length(known."word") <= 255
           THEN levenshtein_less_equal(known."word", this, allowed) <= allowed ELSE false END;
     END IF;
+    -- The fields the word is in (the last: any word it begins).
+    upper_code := ascii(right(this, 1)) + 1;
+    IF NOT last THEN
+      SELECT coalesce(string_agg(DISTINCT known."weight", ''), '') INTO found_in
+      FROM "bike_words" known WHERE known."word" = this;
+    ELSIF upper_code <= 1114111 AND upper_code NOT BETWEEN 55296 AND 57343 THEN
+      SELECT coalesce(string_agg(DISTINCT known."weight", ''), '') INTO found_in
+      FROM "bike_words" known
+      WHERE known."word" >= this AND known."word" < left(this, -1) || chr(upper_code);
+    ELSE
+      found_in := 'ABCD';
+    END IF;
     joiner := CASE WHEN i > 1 THEN ' & ' ELSE '' END;
     FOR w IN 1 .. 4 LOOP
+      can_exact[w] := can_exact[w] AND found_in ~ ('[' || fields[w] || ']');
+      can_fuzzy[w] := can_fuzzy[w] AND (found_in || typos_in) ~ ('[' || fields[w] || ']');
       term := bike_search_term(this) || CASE WHEN last OR weights[w] <> '' THEN ':' ELSE '' END
         || CASE WHEN last THEN '*' ELSE '' END || weights[w];
       exact[w] := exact[w] || joiner || '(' || term || ')';
@@ -123,7 +161,10 @@ BEGIN
           || weights[w], ''), '') FROM unnest(typos) AS typo) || ')';
     END LOOP;
   END LOOP;
-  RETURN ARRAY[exact[1]::tsquery, exact[2]::tsquery, exact[3]::tsquery, exact[4]::tsquery,
-    fuzzy[1]::tsquery, fuzzy[2]::tsquery, fuzzy[3]::tsquery, fuzzy[4]::tsquery];
+  RETURN ARRAY[
+    CASE WHEN can_exact[1] THEN exact[1]::tsquery END, CASE WHEN can_exact[2] THEN exact[2]::tsquery END,
+    CASE WHEN can_exact[3] THEN exact[3]::tsquery END, CASE WHEN can_exact[4] THEN exact[4]::tsquery END,
+    CASE WHEN can_fuzzy[1] THEN fuzzy[1]::tsquery END, CASE WHEN can_fuzzy[2] THEN fuzzy[2]::tsquery END,
+    CASE WHEN can_fuzzy[3] THEN fuzzy[3]::tsquery END, fuzzy[4]::tsquery];
 END
 $$;
