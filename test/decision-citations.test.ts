@@ -48,21 +48,17 @@ const pages = fs
  * A citation of a decision: `docs/reference/<page>.md#<anchor>` anywhere, `docs/decisions.md#<anchor>`
  * (the index's old names), or a Markdown link to either.
  */
-const CITATION = /(?:docs\/|\]\((?:\.\.\/)*(?:docs\/)?)((?:reference\/)?[\w-]+\.md)#([\w-]+)/g;
+const CITATION = /(?:docs\/|\]\((\.\.\/)*(?:docs\/)?)((?:reference\/)?[\w-]+\.md)#([\w-]+)/g;
 const citations = texts
   .filter(({ file }) => !KEPT_AS_APPLIED.test(file))
   .flatMap(({ file, text }) =>
-    [...text.matchAll(CITATION)]
-      .map(([, page, anchor]) => ({ file, page: page.startsWith('reference/') ? `docs/${page}` : page, anchor }))
-      .map((citation) =>
-        // A link between reference pages names its neighbour by its file name alone.
-        file.startsWith(`${REFERENCE}/`) && !citation.page.startsWith('docs/')
-          ? { ...citation, page: path.posix.join(REFERENCE, citation.page) }
-          : citation,
-      )
-      .filter(({ page }) => page === 'decisions.md' || page === INDEX || page.startsWith(`${REFERENCE}/`))
-      .map((citation) => ({ ...citation, page: citation.page === 'decisions.md' ? INDEX : citation.page })),
-  );
+    [...text.matchAll(CITATION)].map(([whole, up, page, anchor]) => {
+      // A link between reference pages names its neighbour by its file name alone; `../` leaves docs/reference/.
+      const beside = file.startsWith(`${REFERENCE}/`) && !whole.startsWith('docs/') && up === undefined;
+      return { file, page: beside ? `${REFERENCE}/${page}` : `docs/${page}`, anchor };
+    }),
+  )
+  .filter(({ page }) => page === INDEX || page.startsWith(`${REFERENCE}/`));
 
 describe('the decisions, on their reference pages', () => {
   it('are there, a page a subject, with many rules (this test reads the files it should)', () => {
