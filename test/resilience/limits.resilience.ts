@@ -82,10 +82,14 @@ function answerBeforeBodyEnds(
     });
     socket.on('error', reject);
     // The body never ends: without an answer this would wait for ever.
-    setTimeout(
+    const patience = setTimeout(
       () => reject(new Error(`no answer while the body was still unfinished: ${JSON.stringify(response)}`)),
       PATIENCE_MS,
     );
+    socket.on('close', () => {
+      clearTimeout(patience);
+      reject(new Error(`closed with no answer while the body was still unfinished: ${JSON.stringify(response)}`));
+    });
   });
 }
 
