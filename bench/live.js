@@ -13,12 +13,12 @@
  * bench/run.js calls measureLive with its own database, and prints liveReport.
  */
 const http = require('node:http');
-const { randomBytes, randomUUID } = require('node:crypto');
+const { randomUUID } = require('node:crypto');
 const fs = require('node:fs');
 const path = require('node:path');
 const { parseArgs } = require('node:util');
 const { Client } = require('pg');
-const { bikeBody, median, sleep, startServer, table, tempWorkDir, verdict } = require('./support');
+const { bikeBody, median, runAlone, sleep, startServer, table, verdict } = require('./support');
 
 const ROOT = path.join(__dirname, '..');
 
@@ -225,27 +225,9 @@ if (require.main === module) {
   const { values } = parseArgs({
     options: { writes: { type: 'string', default: '300' }, streams: { type: 'string', default: '1,500' } },
   });
-  (async () => {
-    const { startEmbeddedPostgres } = require(path.join(ROOT, 'dist', 'postgres', 'embedded-postgres.js'));
-    const { migrate } = require(path.join(ROOT, 'dist', 'db', 'migrate.js'));
-    const workDir = tempWorkDir('bike-bench-live');
-    const pg = await startEmbeddedPostgres({ dataDir: workDir });
-    try {
-      await migrate(pg.adminUrl);
-      const result = await measureLive({
-        databaseUrl: pg.adminUrl,
-        jwtSecret: randomBytes(32).toString('base64url'),
-        workDir,
-        writes: Number(values.writes),
-        streams: values.streams.split(',').map(Number),
-      });
-      console.log(liveReport(result));
-    } finally {
-      await pg.stop();
-      fs.rmSync(workDir, { recursive: true, force: true });
-    }
-  })().catch((err) => {
-    console.error(err);
-    process.exitCode = 1;
-  });
+  runAlone(
+    'live',
+    (setup) => measureLive({ ...setup, writes: Number(values.writes), streams: values.streams.split(',').map(Number) }),
+    liveReport,
+  );
 }

@@ -2,6 +2,7 @@
 
 /** What the bench's scripts share. */
 const { execFileSync, spawn } = require('node:child_process');
+const { randomBytes } = require('node:crypto');
 const fs = require('node:fs');
 const net = require('node:net');
 const os = require('node:os');
@@ -174,6 +175,31 @@ async function startServer(name, command, env, workDir) {
   };
 }
 
+/**
+ * A measurement run on its own (`node bench/<part>.js`): a scratch embedded PostgreSQL, migrated,
+ * handed to `measure` with a signing secret and a work directory; `report` prints what it found;
+ * the server stopped and the directory removed however it ends, the exit code 1 on an error.
+ */
+function runAlone(name, measure, report) {
+  (async () => {
+    const { startEmbeddedPostgres } = require(path.join(ROOT, 'dist', 'postgres', 'embedded-postgres.js'));
+    const { migrate } = require(path.join(ROOT, 'dist', 'db', 'migrate.js'));
+    const workDir = tempWorkDir(`bike-bench-${name}`);
+    const pg = await startEmbeddedPostgres({ dataDir: workDir });
+    try {
+      await migrate(pg.adminUrl);
+      const jwtSecret = randomBytes(32).toString('base64url');
+      console.log(report(await measure({ databaseUrl: pg.adminUrl, jwtSecret, workDir })));
+    } finally {
+      await pg.stop();
+      fs.rmSync(workDir, { recursive: true, force: true });
+    }
+  })().catch((err) => {
+    console.error(err);
+    process.exitCode = 1;
+  });
+}
+
 module.exports = {
   bikeBody,
   cpuMicros,
@@ -185,6 +211,7 @@ module.exports = {
   median,
   onAndOff,
   perRound,
+  runAlone,
   sleep,
   startServer,
   table,

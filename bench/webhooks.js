@@ -14,12 +14,11 @@
  * bench/run.js calls measureWebhooks with its own database, and prints webhooksReport.
  */
 const http = require('node:http');
-const { randomBytes, randomUUID } = require('node:crypto');
-const fs = require('node:fs');
+const { randomUUID } = require('node:crypto');
 const path = require('node:path');
 const { parseArgs } = require('node:util');
 const { Client } = require('pg');
-const { bikeBody, sleep, startServer, table, tempWorkDir, verdict } = require('./support');
+const { bikeBody, runAlone, sleep, startServer, table, verdict } = require('./support');
 
 const ROOT = path.join(__dirname, '..');
 
@@ -172,27 +171,9 @@ if (require.main === module) {
   const { values } = parseArgs({
     options: { writes: { type: 'string', default: '300' }, burst: { type: 'string', default: '3000' } },
   });
-  (async () => {
-    const { startEmbeddedPostgres } = require(path.join(ROOT, 'dist', 'postgres', 'embedded-postgres.js'));
-    const { migrate } = require(path.join(ROOT, 'dist', 'db', 'migrate.js'));
-    const workDir = tempWorkDir('bike-bench-webhooks');
-    const pg = await startEmbeddedPostgres({ dataDir: workDir });
-    try {
-      await migrate(pg.adminUrl);
-      const result = await measureWebhooks({
-        databaseUrl: pg.adminUrl,
-        jwtSecret: randomBytes(32).toString('base64url'),
-        workDir,
-        writes: Number(values.writes),
-        burst: Number(values.burst),
-      });
-      console.log(webhooksReport(result));
-    } finally {
-      await pg.stop();
-      fs.rmSync(workDir, { recursive: true, force: true });
-    }
-  })().catch((err) => {
-    console.error(err);
-    process.exitCode = 1;
-  });
+  runAlone(
+    'webhooks',
+    (setup) => measureWebhooks({ ...setup, writes: Number(values.writes), burst: Number(values.burst) }),
+    webhooksReport,
+  );
 }
