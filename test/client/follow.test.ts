@@ -64,7 +64,8 @@ describe('follow: under 16 writers on two instances', () => {
   });
 });
 
-describe('follow: when the feed cannot go on from its cursor (410)', () => {
+/** The 410 and the slow onChange share one service, with SQL beside it to prune and to write. */
+describe('follow, on a service of its own', () => {
   let svc: TestService;
   let sql: Client;
 
@@ -78,130 +79,119 @@ describe('follow: when the feed cannot go on from its cursor (410)', () => {
     await svc.stop();
   });
 
-  it.each(transports)(
-    'resumed (%s) from a cursor that pruning has passed, it lists again and ends equal to /bikes/all',
-    async (transport) => {
+  describe('when the feed cannot go on from its cursor (410)', () => {
+    it.each(transports)(
+      'resumed (%s) from a cursor that pruning has passed, it lists again and ends equal to /bikes/all',
+      async (transport) => {
+        const api = client(svc.baseUrl, await svc.token());
+        const kept = await api.create(newBike());
+        const first = startFollower(svc.baseUrl, transport);
+        await first.reached(kept);
+        await first.stop();
+        const stored = first.lists[0].changes.at(-1)?.cursor ?? first.lists[0].cursor;
+
+        const gone = await api.create(newBike());
+        await api.request('DELETE', `/bikes/${gone.id}`);
+        const changed = { ...kept, totalInventory: 1 };
+        await api.request('PATCH', `/bikes/${kept.id}`, { body: { totalInventory: 1 } });
+        const [deleted] = (
+          await sql.query<LogPosition>(
+            `SELECT txid, change_id FROM bike_changes WHERE bike_id = $1 AND kind = 'delete'`,
+            [gone.id],
+          )
+        ).rows;
+        // Past the retention (docs/reference/browse-and-sync.md#the-change-feed), which pruning never goes within.
+        await sql.query(`UPDATE bike_changes SET changed_at = changed_at - interval '31 days'`);
+        await pruneUntilPast(sql, `now() - interval '30 days'`, deleted);
+        expect((await fetch(`${svc.baseUrl}/bikes/changes?since=${encodeURIComponent(stored)}`)).status).toBe(410);
+
+        const resumed = startFollower(svc.baseUrl, transport, { from: stored });
+        await resumed.reached(changed);
+        const after = await api.create(newBike());
+        await resumed.reached(after);
+        await resumed.stop();
+        expect(resumed.lists).toHaveLength(1);
+        expect(resumed.catalog.has(gone.id)).toBe(false);
+        await expectInStep(resumed, svc.baseUrl);
+      },
+    );
+
+    it('following (by pages and by events) while a capture trigger is switched off and on: waits out the 503, lists again on the 410, ends equal', async () => {
       const api = client(svc.baseUrl, await svc.token());
-      const kept = await api.create(newBike());
-      const first = startFollower(svc.baseUrl, transport);
-      await first.reached(kept);
-      await first.stop();
-      const stored = first.lists[0].changes.at(-1)?.cursor ?? first.lists[0].cursor;
-
-      const gone = await api.create(newBike());
-      await api.request('DELETE', `/bikes/${gone.id}`);
-      const changed = { ...kept, totalInventory: 1 };
-      await api.request('PATCH', `/bikes/${kept.id}`, { body: { totalInventory: 1 } });
-      const [deleted] = (
-        await sql.query<LogPosition>(
-          `SELECT txid, change_id FROM bike_changes WHERE bike_id = $1 AND kind = 'delete'`,
-          [gone.id],
-        )
-      ).rows;
-      // Past the retention (docs/reference/browse-and-sync.md#the-change-feed), which pruning never goes within.
-      await sql.query(`UPDATE bike_changes SET changed_at = changed_at - interval '31 days'`);
-      await pruneUntilPast(sql, `now() - interval '30 days'`, deleted);
-      expect((await fetch(`${svc.baseUrl}/bikes/changes?since=${encodeURIComponent(stored)}`)).status).toBe(410);
-
-      const resumed = startFollower(svc.baseUrl, transport, { from: stored });
-      await resumed.reached(changed);
-      const after = await api.create(newBike());
-      await resumed.reached(after);
-      await resumed.stop();
-      expect(resumed.lists).toHaveLength(1);
-      expect(resumed.catalog.has(gone.id)).toBe(false);
-      await expectInStep(resumed, svc.baseUrl);
-    },
-  );
-
-  it('following (by pages and by events) while a capture trigger is switched off and on: waits out the 503, lists again on the 410, ends equal', async () => {
-    const api = client(svc.baseUrl, await svc.token());
-    const before = await api.create(newBike());
-    const followers = transports.map((transport) => startFollower(svc.baseUrl, transport));
-    for (const follower of followers) await follower.reached(before);
-    await sql.query('ALTER TABLE bikes DISABLE TRIGGER bikes_changes_on_update');
-    try {
-      // Not in the log: only a list has it.
-      await sql.query('UPDATE bikes SET total_inventory = 99 WHERE id = $1', [before.id]);
-      expect((await fetch(`${svc.baseUrl}/bikes/changes`)).status).toBe(503);
-    } finally {
-      await sql.query('ALTER TABLE bikes ENABLE ALWAYS TRIGGER bikes_changes_on_update');
-    }
-    const after = await api.create(newBike());
-    for (const follower of followers) {
-      await follower.reached(after);
-      await follower.reached({ ...before, totalInventory: 99 });
-      await follower.stop();
-      expect(follower.lists.length).toBeGreaterThanOrEqual(2);
-      await expectInStep(follower, svc.baseUrl);
-    }
-  });
-});
-
-describe('follow: an onChange slower than the changes come', () => {
-  let svc: TestService;
-  let sql: Client;
-
-  beforeAll(async () => {
-    svc = await startTestService();
-    sql = new Client({ connectionString: svc.databaseUrl });
-    await sql.connect();
-  });
-  afterAll(async () => {
-    await sql.end();
-    await svc.stop();
-  });
-
-  it.each(transports)(
-    'holds (%s) at most a page of changes it has not handed over, and hands over every one, in order',
-    async (transport) => {
-      const api = client(svc.baseUrl, await svc.token());
-      const bike = await api.create(newBike());
-      // What the client has received of the feed (pages' changes, a stream's events), against what onChange took.
-      let received = 0;
-      let taken = 0;
-      let held = 0;
-      const receive = (count: number) => {
-        received += count;
-        held = Math.max(held, received - taken);
-      };
-      const counted: typeof fetch = async (input, init) => {
-        const response = await fetch(input, init);
-        const url = new URL(new Request(input, init).url);
-        if (url.pathname === '/bikes/changes' && response.ok)
-          receive(((await response.clone().json()) as unknown[]).length);
-        return response;
-      };
-      class CountedEventSource extends EventSource {
-        constructor(url: string) {
-          super(url);
-          this.addEventListener('message', () => this.readyState !== EventSource.CLOSED && receive(1));
-        }
+      const before = await api.create(newBike());
+      const followers = transports.map((transport) => startFollower(svc.baseUrl, transport));
+      for (const follower of followers) await follower.reached(before);
+      await sql.query('ALTER TABLE bikes DISABLE TRIGGER bikes_changes_on_update');
+      try {
+        // Not in the log: only a list has it.
+        await sql.query('UPDATE bikes SET total_inventory = 99 WHERE id = $1', [before.id]);
+        expect((await fetch(`${svc.baseUrl}/bikes/changes`)).status).toBe(503);
+      } finally {
+        await sql.query('ALTER TABLE bikes ENABLE ALWAYS TRIGGER bikes_changes_on_update');
       }
-      const follower = startFollower(
-        svc.baseUrl,
-        transport,
-        {},
-        async (event) => {
-          if (event.type === 'list') return;
-          taken++;
-          await new Promise((resolve) => setTimeout(resolve, 1));
-        },
-        { fetch: counted, ...(transport === 'events' ? { EventSource: CountedEventSource } : {}) },
-      );
-      await follower.reached(bike);
-      // 3,000 changes in one transaction: they come at once.
-      await sql.query(
-        `DO $$ BEGIN FOR i IN 1..3000 LOOP UPDATE bikes SET total_inventory = i WHERE id = '${bike.id}'; END LOOP; END $$`,
-      );
-      await follower.reached({ ...bike, totalInventory: 3000 });
-      await follower.stop();
-      console.log(`client follow (${transport}), a slow onChange: ${taken} changes, at most ${held} held`);
-      expect(taken).toBeGreaterThanOrEqual(3000);
-      expect(held).toBeLessThanOrEqual(1000);
-      await expectInStep(follower, svc.baseUrl);
-    },
-  );
+      const after = await api.create(newBike());
+      for (const follower of followers) {
+        await follower.reached(after);
+        await follower.reached({ ...before, totalInventory: 99 });
+        await follower.stop();
+        expect(follower.lists.length).toBeGreaterThanOrEqual(2);
+        await expectInStep(follower, svc.baseUrl);
+      }
+    });
+  });
+
+  describe('with an onChange slower than the changes come', () => {
+    it.each(transports)(
+      'holds (%s) at most a page of changes it has not handed over, and hands over every one, in order',
+      async (transport) => {
+        const api = client(svc.baseUrl, await svc.token());
+        const bike = await api.create(newBike());
+        // What the client has received of the feed (pages' changes, a stream's events), against what onChange took.
+        let received = 0;
+        let taken = 0;
+        let held = 0;
+        const receive = (count: number) => {
+          received += count;
+          held = Math.max(held, received - taken);
+        };
+        const counted: typeof fetch = async (input, init) => {
+          const response = await fetch(input, init);
+          const url = new URL(new Request(input, init).url);
+          if (url.pathname === '/bikes/changes' && response.ok)
+            receive(((await response.clone().json()) as unknown[]).length);
+          return response;
+        };
+        class CountedEventSource extends EventSource {
+          constructor(url: string) {
+            super(url);
+            this.addEventListener('message', () => this.readyState !== EventSource.CLOSED && receive(1));
+          }
+        }
+        const follower = startFollower(
+          svc.baseUrl,
+          transport,
+          {},
+          async (event) => {
+            if (event.type === 'list') return;
+            taken++;
+            await new Promise((resolve) => setTimeout(resolve, 1));
+          },
+          { fetch: counted, ...(transport === 'events' ? { EventSource: CountedEventSource } : {}) },
+        );
+        await follower.reached(bike);
+        // 3,000 changes in one transaction: they come at once.
+        await sql.query(
+          `DO $$ BEGIN FOR i IN 1..3000 LOOP UPDATE bikes SET total_inventory = i WHERE id = '${bike.id}'; END LOOP; END $$`,
+        );
+        await follower.reached({ ...bike, totalInventory: 3000 });
+        await follower.stop();
+        console.log(`client follow (${transport}), a slow onChange: ${taken} changes, at most ${held} held`);
+        expect(taken).toBeGreaterThanOrEqual(3000);
+        expect(held).toBeLessThanOrEqual(1000);
+        await expectInStep(follower, svc.baseUrl);
+      },
+    );
+  });
 });
 
 describe('follow: an instance killed under it', () => {
