@@ -10,8 +10,8 @@
  * round to round, so a part's cost is the full state's figures less its own, taken close in time:
  * the creates a second, and the CPU µs per create of the backends that ran them (on a shared
  * machine throughput swings, CPU per create much less). Then the row alone (no trigger, no index but the
- * primary key, no writer), and one create under EXPLAIN (ANALYZE, BUFFERS), which gives each
- * trigger's own time.
+ * primary key, no writer); and creates, PUTs and PATCHes under EXPLAIN (ANALYZE), one at a time,
+ * which give each trigger's own time in each (explainedParts).
  *
  * The states change the scratch database only; the bench's own is not touched.
  */
@@ -25,7 +25,7 @@ const { bikeBody, f0, f2, median, table, verdict } = require('./support');
 const ROOT = path.join(__dirname, '..');
 const { migrate } = require(path.join(ROOT, 'dist', 'db', 'migrate.js'));
 const { statements } = require(path.join(ROOT, 'dist', 'bikes', 'repository.js'));
-const { toModelFields } = require(path.join(ROOT, 'dist', 'bikes', 'fields.js'));
+const { patchValues, toModelFields } = require(path.join(ROOT, 'dist', 'bikes', 'fields.js'));
 const { deriveHandle } = require(path.join(ROOT, 'dist', 'bikes', 'bike.js'));
 
 /** The goal of issue 42: creates with every trigger on, of creates with them all off. */
@@ -86,6 +86,15 @@ function createStatements() {
   const once = textOf(statements.createOnce, { ...sample, client: 'c', key: 'k', fingerprint: 'f', response: 'r' });
   const insertParams = paramsOf(statements.insert);
   const onceParams = paramsOf(statements.createOnce);
+  /** A PUT's and a PATCH's statements over the bike `ids[i]` (one of the seeded bikes). */
+  const over = (statement, extra) => {
+    const params = paramsOf(statement);
+    return {
+      text: textOf(statement, { ...sample, ...extra(0, sample.id) }),
+      params: (i, ids) => params(i, extra(i, ids[i % ids.length])),
+    };
+  };
+  const conditions = { ifMatch: null, ifNoneMatch: null };
   return {
     insert: { text: insert, params: insertParams },
     withoutWriter: { text: unset, params: insertParams },
@@ -93,7 +102,36 @@ function createStatements() {
       text: once,
       params: (i) => onceParams(i, { client: 'bench', key: randomUUID(), fingerprint: 'f', response: '{}' }),
     },
+    upsert: over(statements.upsert, (i, id) => ({ ...conditions, id })),
+    patch: over(statements.patch, (i, id) => ({ ...conditions, id, ...patchValues({ totalInventory: i }) })),
   };
+}
+
+/** How many writes of each kind go under EXPLAIN (ANALYZE), after 20 that are not counted. */
+const EXPLAINED = 200;
+
+/**
+ * Each part's own time in a write, from EXPLAIN (ANALYZE) of `EXPLAINED` of them on one
+ * connection: the medians of the statement's own time (the row, its indexes, the writer's CTE),
+ * of each trigger's, and of the whole execution (the queue of after-triggers and their
+ * transition tables are the difference). Medians of single writes are what a loaded machine
+ * leaves steady: a write seldom loses its core in the middle, a turn of a second always does.
+ */
+async function explainedParts(client, statement, ids, counter) {
+  const times = {};
+  for (let i = 0; i < EXPLAINED + 20; i++) {
+    const { rows } = await client.query(
+      `EXPLAIN (ANALYZE, FORMAT JSON) ${statement.text}`,
+      statement.params(counter.next++, ids),
+    );
+    if (i < 20) continue;
+    const [plan] = rows[0]['QUERY PLAN'];
+    const add = (part, ms) => (times[part] ??= []).push(ms * 1000);
+    add('the statement: the row, its indexes, the writer', plan.Plan['Actual Total Time']);
+    for (const trigger of plan.Triggers ?? []) add(`trigger ${trigger['Trigger Name']}`, trigger.Time);
+    add('the whole execution (the queue of after-triggers besides)', plan['Execution Time']);
+  }
+  return Object.fromEntries(Object.entries(times).map(([part, values]) => [part, median(values)]));
 }
 
 /**
@@ -216,7 +254,8 @@ async function measureWrites({ adminUrl, rounds, ms, connections, log }) {
     const onTurns = measured.map(() => []);
     const counter = { next: 1 };
     // Warm up: every connection has prepared and planned the statements.
-    for (const statement of Object.values(sent)) await createTurn(clients, statement, 500, pids, counter);
+    for (const statement of [sent.insert, sent.withoutWriter, sent.createOnce])
+      await createTurn(clients, statement, 500, pids, counter);
     // A turn after a switch: first a fifth of it uncounted (the connections plan their
     // statements and the triggers' again), then the turn.
     const measure = async (statement) => {
@@ -243,14 +282,17 @@ async function measureWrites({ adminUrl, rounds, ms, connections, log }) {
         }
       }
     }
-    // The third create under EXPLAIN: the first plans the triggers' statements.
-    let plan;
-    for (let i = 0; i < 3; i++) {
-      plan = (
-        await scratch.query(`EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) ${sent.insert.text}`, sent.insert.params(0))
-      ).rows.map((r) => r['QUERY PLAN']);
+    log(`writes: ${EXPLAINED} creates, PUTs and PATCHes under EXPLAIN (ANALYZE)`);
+    const ids = (await scratch.query('SELECT id FROM bikes ORDER BY seq LIMIT 1000')).rows.map((r) => r.id);
+    const explained = {};
+    for (const [kind, statement] of [
+      ['create', sent.insert],
+      ['PUT', sent.upsert],
+      ['PATCH', sent.patch],
+    ]) {
+      explained[kind] = await explainedParts(scratch, statement, ids, counter);
     }
-    return { measured, turns, onTurns, plan, connections };
+    return { measured, turns, onTurns, explained, connections };
   } finally {
     await Promise.all(clients.map((c) => c.end().catch(() => {})));
     await scratch.end().catch(() => {});
@@ -260,7 +302,7 @@ async function measureWrites({ adminUrl, rounds, ms, connections, log }) {
 }
 
 /** What measureWrites measured: a table of the parts, the goal, and the plan with each trigger's time. */
-function writesReport({ measured, turns, onTurns, plan, connections }) {
+function writesReport({ measured, turns, onTurns, explained, connections }) {
   const rows = [
     [
       'part of a create',
@@ -291,11 +333,23 @@ function writesReport({ measured, turns, onTurns, plan, connections }) {
     `Where a create's database time goes: the service's insert on ${connections} connections, a scratch database of ${SCRATCH_BIKES} bikes, each part switched off in turn beside a turn with everything on (median of the rounds; "its cost": the backends' CPU per create with everything on, less without the part; the idempotency record's: with it, less without)`,
     table(rows),
     '',
-    "One create under EXPLAIN (ANALYZE, BUFFERS): each trigger's own time",
-    plan.join('\n'),
+    `Each part's own time in a write: µs, medians of ${EXPLAINED} of each under EXPLAIN (ANALYZE), one connection, on the same database`,
+    explainedTable(explained),
     '',
     `creates with every trigger on, of all off (the database alone, the storefront's words among them): ${f2(ratio)} (${ratios.map(f2).join(' ')})`,
   ].join('\n');
+}
+
+/** explainedParts' medians, a column for each kind of write. */
+function explainedTable(explained) {
+  const kinds = Object.keys(explained);
+  const parts = [...new Set(kinds.flatMap((kind) => Object.keys(explained[kind])))];
+  const last = (part) => part.startsWith('the whole');
+  parts.sort((a, b) => last(a) - last(b));
+  return table([
+    ['part of a write', ...kinds],
+    ...parts.map((part) => [part, ...kinds.map((kind) => (part in explained[kind] ? f0(explained[kind][part]) : '-'))]),
+  ]);
 }
 
 const medianOf = (values, field) => median(values.map((v) => v[field]));
