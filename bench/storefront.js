@@ -3,7 +3,7 @@
 /**
  * A shop's storefront in the bench (issue 38's goals): a search page (`GET /bikes?q=`) and a facets
  * answer (`GET /bikes/facets`), each p95 <= 50 ms with requests sent one after another; and creates
- * with the search's index and words trigger against creates without them (>= 0.9). The words are
+ * with the storefront's indexes and words trigger against creates without them (>= 0.9). The words are
  * those of the seed's catalog (bench/seed.js): its types, vendors and description, with typos and
  * prefixes, some with filters and other sorts. And the search page's throughput against the plain
  * node:http + pg server (bench/baseline.js) sending the same statement (>= 0.75), in turns.
@@ -104,8 +104,15 @@ async function sameAnswers(service, baseline) {
 }
 
 /**
+ * What issue 38 adds to a create: the words' index and the facets' (besides the words trigger,
+ * bikes_add_words_on_insert). The generated column search_words stays: dropping it rewrites the
+ * table.
+ */
+const STOREFRONT_INDEXES = ['bikes_search_words', 'bikes_facets'];
+
+/**
  * The measures: the search pages' and facets' latency one request at a time, and creates with and
- * without the search's index and trigger (dropped and made again by `adminUrl`'s role), in turns.
+ * without the storefront's indexes and trigger (dropped and made again by `adminUrl`'s role), in turns.
  */
 async function measureStorefront({
   service,
@@ -148,18 +155,19 @@ async function measureStorefront({
   await admin.connect();
   const creates = { with: [], without: [] };
   try {
-    const index = (await admin.query(`SELECT indexdef FROM pg_indexes WHERE indexname = 'bikes_search_words'`)).rows[0]
-      .indexdef;
+    const indexes = (
+      await admin.query(`SELECT indexdef FROM pg_indexes WHERE indexname = ANY ($1)`, [STOREFRONT_INDEXES])
+    ).rows.map((row) => row.indexdef);
     for (let round = 0; round < rounds; round++) {
-      log(`storefront: creates with the search's index, round ${round + 1} of ${rounds}`);
+      log(`storefront: creates with the storefront's indexes, round ${round + 1} of ${rounds}`);
       creates.with.push(await createRate(service.baseUrl, token, duration * 1000, connections, bikeBody));
-      await admin.query('DROP INDEX bikes_search_words');
+      for (const name of STOREFRONT_INDEXES) await admin.query(`DROP INDEX ${name}`);
       await admin.query('ALTER TABLE bikes DISABLE TRIGGER bikes_add_words_on_insert');
       try {
         log(`storefront: creates without it, round ${round + 1} of ${rounds}`);
         creates.without.push(await createRate(service.baseUrl, token, duration * 1000, connections, bikeBody));
       } finally {
-        await admin.query(index);
+        for (const index of indexes) await admin.query(index);
         await admin.query('ALTER TABLE bikes ENABLE ALWAYS TRIGGER bikes_add_words_on_insert');
       }
     }
@@ -180,12 +188,12 @@ function storefrontReport({ search, facets, creates, throughput }) {
   return [
     `search page (GET /bikes?q=, ${search.n} requests one at a time): p50 ${f2(search.p50)} ms, p95 ${f2(search.p95)} ms`,
     `facets (GET /bikes/facets, ${facets.n} requests one at a time): p50 ${f2(facets.p50)} ms, p95 ${f2(facets.p95)} ms`,
-    `creates/s with the search's index and trigger: ${creates.with.map(f0).join(', ')}; without: ${creates.without
+    `creates/s with the storefront's indexes (${STOREFRONT_INDEXES.join(', ')}) and words trigger: ${creates.with.map(f0).join(', ')}; without: ${creates.without
       .map(f0)
       .join(', ')}`,
     `goal: search page p95 <= ${TARGETS.p95Ms} ms: ${f2(search.p95)} ms: ${verdict(search.p95 <= TARGETS.p95Ms)}`,
     `goal: facets p95 <= ${TARGETS.p95Ms} ms: ${f2(facets.p95)} ms: ${verdict(facets.p95 <= TARGETS.p95Ms)}`,
-    `goal: creates with the index >= ${TARGETS.createsWithIndex} of without: ${ratios.map(f2).join(', ')}: ${verdict(
+    `goal: creates with the indexes >= ${TARGETS.createsWithIndex} of without: ${ratios.map(f2).join(', ')}: ${verdict(
       ratio >= TARGETS.createsWithIndex,
     )}`,
     `search pages by relevance (${BASELINE_SEARCHES.length} searches in turn, ${throughput.connections} connections), req/s: service ${throughput.service
