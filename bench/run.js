@@ -890,11 +890,13 @@ async function measureAndReport(pg, workDir, samples, durability, setVersionTrig
       storefrontReport(
         await measureStorefront({
           service,
+          baseline,
           token,
           adminUrl: pg.adminUrl,
           rounds: ROUNDS,
           duration: DURATION,
           connections: Number(args['write-connections']),
+          readConnections: Number(args.connections),
           bikeBody,
           log,
         }),
