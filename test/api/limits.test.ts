@@ -1,10 +1,9 @@
 import http from 'node:http';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { Client } from 'pg';
 import { readConfig } from '../../src/config';
 import { newBike } from '../support/bikes';
 import { startTestService, type TestService } from '../support/service';
-import { waitFor } from '../support/wait';
+import { inOneWindow, waitFor } from '../support/wait';
 import { rawRequest, signToken } from './helpers';
 
 /**
@@ -12,16 +11,6 @@ import { rawRequest, signToken } from './helpers';
  * minute, counted in PostgreSQL over every instance, and list streams at once per instance.
  * Over a limit: 429 with Retry-After and the RateLimit headers, and nothing is written.
  */
-
-/**
- * The limits count in windows of a minute from the minute's start (src/db/rate-limits.ts): a test
- * that counts up to a limit begins with 10 s of a window left at least, so that its requests fall
- * in one window, however loaded the machine.
- */
-async function inOneWindow(): Promise<void> {
-  const left = 60_000 - (Date.now() % 60_000);
-  if (left < 10_000) await sleep(left + 100);
-}
 
 describe('abuse limits', () => {
   let first: TestService;

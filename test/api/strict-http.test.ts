@@ -1,7 +1,7 @@
 import net from 'node:net';
 import { RawConnection } from '../resilience/support/raw-http';
 import { startTestService, type TestService } from '../support/service';
-import { PATIENCE_MS } from '../support/wait';
+import { inOneWindow, PATIENCE_MS } from '../support/wait';
 import { newBike, signToken, unknownId, useApi } from './helpers';
 
 /**
@@ -123,6 +123,7 @@ describe('strict HTTP/1.1', () => {
       afterAll(() => limited.stop());
 
       it('when the client is over its write limit, its first status line is 429', async () => {
+        await inOneWindow();
         const now = Math.floor(Date.now() / 1000);
         const token = signToken({ username: 'writer', iat: now, exp: now + 1800 }, limited.jwtSecret);
         const limitedPort = Number(new URL(limited.baseUrl).port);

@@ -21,3 +21,13 @@ export async function waitFor<T>(
     await new Promise((resolve) => setTimeout(resolve, everyMs));
   }
 }
+
+/**
+ * The limits count in windows of a minute from the minute's start (src/db/rate-limits.ts): a test
+ * that counts up to a limit begins with 10 s of a window left at least, so that its requests fall
+ * in one window, however loaded the machine.
+ */
+export async function inOneWindow(): Promise<void> {
+  const left = 60_000 - (Date.now() % 60_000);
+  if (left < 10_000) await new Promise((resolve) => setTimeout(resolve, left + 100));
+}
