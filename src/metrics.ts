@@ -108,7 +108,7 @@ export const webhookSubscriptionsDisabled = new Counter({
 
 /** Reads by id and by handle through the read cache (docs/reference/database.md#the-read-cache), by result. */
 const readCacheReads = new Counter({
-  name: 'read_cache_reads_total',
+  name: 'db_cache_reads_total',
   help: 'Reads by id or by handle through the read cache: hit (from memory), miss (read and kept), bypass (the cache may not answer: its last poll is older than its bound)',
   labelNames: ['result'],
   registers: [registry],

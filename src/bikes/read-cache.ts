@@ -65,7 +65,7 @@ interface Poll {
   unchanged: Omit<Unchanged, 'current'> | undefined;
 }
 
-/** What counts the reads through the cache, by result (the service's: read_cache_reads_total). */
+/** What counts the reads through the cache, by result (the service's: db_cache_reads_total). */
 export type ReadCacheCounters = Record<'hit' | 'miss' | 'bypass', { inc(): void }>;
 
 /**

@@ -46,10 +46,10 @@ describe('the read cache, on two instances of one database', () => {
     await Promise.all((services ?? []).map((service) => service.stop()));
   });
 
-  /** read_cache_reads_total{result="hit"}: both instances run in this process, so one registry counts both. */
+  /** db_cache_reads_total{result="hit"}: both instances run in this process, so one registry counts both. */
   const hits = async () => {
     const text = await (await fetch(`${services[0].baseUrl}/metrics`)).text();
-    return Number(/^read_cache_reads_total\{result="hit"\} (\d+)/m.exec(text)?.[1] ?? 0);
+    return Number(/^db_cache_reads_total\{result="hit"\} (\d+)/m.exec(text)?.[1] ?? 0);
   };
 
   it('under 16 writers, answers no older than the bound, and each writer reads its own write', async () => {
