@@ -1,9 +1,9 @@
 'use strict';
 
 /**
- * The benchmark's reference: the routes the benchmark drives (the reads, and the create, replace
- * and patch), on plain node:http and pg, running the same SQL the service sends and writing the
- * same JSON. No framework, no logging, no token or body checks: what the service is measured
+ * The benchmark's reference: the routes the benchmark drives (the reads, a shopper's search page,
+ * and the create, replace and patch), on plain node:http and pg, running the same SQL the service
+ * sends and writing the same JSON. No framework, no logging, no token or body checks: what the service is measured
  * against.
  *
  *   DATABASE_URL=postgresql://... PORT=3001 node bench/baseline.js
@@ -23,6 +23,55 @@ const {
   toBike,
 } = require('./minimal/sql');
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * A shopper's search page (`GET /bikes?q=<words>&limit=<n>`, by relevance): the statement the
+ * service sends for it, as the service's own compiler writes it (some 12,000 characters: the
+ * words' queries, the sample, the count and the ranks in turn; src/bikes/pages.ts), taken once by
+ * handing the service's readPage a query function that keeps the text instead of running it. Its
+ * rows are the catalog's version, then the page's bikes and one more (their fields by the model's
+ * names, and seq and keys), written as the service writes a page's bikes.
+ */
+const { readPage } = require('../dist/bikes/pages.js');
+
+const searchStatements = new Map();
+
+async function searchStatement(limit) {
+  let statement = searchStatements.get(limit);
+  if (statement === undefined) {
+    const query = async (text, _values, name) => {
+      statement = { text, name };
+      return { rows: [] };
+    };
+    // The capture answers no rows, so readPage stops short of a page: only the text is wanted.
+    await readPage(query, { sort: 'relevance', filters: { q: 'word' }, limit }).catch(() => undefined);
+    searchStatements.set(limit, statement);
+  }
+  return statement;
+}
+
+const fromModelRow = (row) => ({
+  id: row.id,
+  handle: row.handle,
+  title: row.title,
+  productType: row.productType,
+  createdAt: row.createdAt,
+  description: row.description,
+  vendor: row.vendor,
+  availableForSale: row.availableForSale,
+  totalInventory: row.totalInventory,
+  priceRange: {
+    minPrice: { amount: row.minPriceAmount, currencyCode: row.minPriceCurrencyCode },
+    maxPrice: { amount: row.maxPriceAmount, currencyCode: row.maxPriceCurrencyCode },
+  },
+});
+
+async function sendSearch(pool, res, q, limit) {
+  const { text, name } = await searchStatement(limit);
+  const { rows } = await pool.query({ text, name, values: [q] });
+  const bikes = rows.filter((row) => row.seq !== null).slice(0, limit);
+  send(res, 200, bikes.map(fromModelRow));
+}
 
 function send(res, status, body) {
   const text = body === undefined ? http.STATUS_CODES[status] : JSON.stringify(body);
@@ -106,6 +155,9 @@ async function handle(pool, req, res) {
   }
   if (req.method !== 'GET') return send(res, 405);
   if (path === '/bikes/all') return sendArray(pool, res, '');
+  if (path === '/bikes' && url.searchParams.has('q')) {
+    return sendSearch(pool, res, url.searchParams.get('q'), Number(url.searchParams.get('limit') ?? 24));
+  }
   if (path === '/bikes/search/by-title') return sendArray(pool, res, url.searchParams.get('query') ?? '');
   if (path.startsWith('/bikes/by-handle/')) {
     return sendOne(pool, res, SQL.firstByHandle, [decodeURIComponent(path.slice('/bikes/by-handle/'.length))]);

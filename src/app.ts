@@ -4,12 +4,13 @@ import { apiDocument } from './api/document';
 import type { ApiKeyLookup } from './auth/api-keys';
 import type { Tokens } from './auth/tokens';
 import type { BikeRepository } from './bikes/repository';
+import { isDatabaseUnavailable } from './db/errors';
 import type { Readiness } from './db/readiness';
 import type { LiveFeed } from './feed/live';
 import { cors } from './http/cors';
 import type { Cursors } from './http/cursors';
 import { docsRouter } from './http/docs-router';
-import { errorHandler } from './http/errors';
+import { coalesced, errorHandler } from './http/errors';
 import { HEARTBEAT_MS } from './http/event-stream';
 import { healthRouter, metricsRouter } from './http/health-router';
 import type { AbuseLimits } from './http/limits';
@@ -89,9 +90,13 @@ export function createApp({
   // Errors are answered and logged by errorHandler; what reaches here is a failure while
   // streaming a body, after the status was sent.
   const reportedLost = new WeakSet<Koa.Context>();
+  const cut = coalesced(logger, 'response cut: database unavailable');
   app.on('error', (err: Error & { code?: string }, ctx?: Koa.Context) => {
     if (err.code === undefined || !CONNECTION_LOST.has(err.code)) {
-      logger.error({ err }, 'response failed after headers were sent');
+      // A list whose database went away under it: the client sees its body cut; the outage is
+      // the watch's to say, once a change.
+      if (isDatabaseUnavailable(err)) cut(err.message);
+      else logger.error({ err }, 'response failed after headers were sent');
       return;
     }
     // A lost connection shows as several errors (the socket's ECONNRESET, then the body's

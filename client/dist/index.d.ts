@@ -3792,16 +3792,22 @@ type CatalogEvent = Change | {
     cursor: string;
 };
 type BrowseQuery = NonNullable<operations['browseBikes']['parameters']['query']>;
+/** A parameter that may be repeated (any of its values) is given as one value or as several. */
+type OneOrMore<Query> = {
+    [Name in keyof Query]: NonNullable<Query[Name]> extends (infer Value)[] ? Value | Value[] : Query[Name];
+};
+type FilterQuery = OneOrMore<BrowseQuery>;
 type PriceFilters = 'currency' | 'minPrice' | 'maxPrice';
 /**
- * GET /bikes's filters. A price range is in one currency: `minPrice` or `maxPrice` only with
- * `currency` (the service refuses them without it, 400), which the compiler says here.
+ * GET /bikes's filters (`vendor: 'Trek'` or `vendor: ['Trek', 'Giant']`). A price range is in one
+ * currency: `minPrice` or `maxPrice` only with `currency` (the service refuses them without it,
+ * 400), which the compiler says here.
  */
-type Filters = Omit<BrowseQuery, 'sort' | 'limit' | 'cursor' | PriceFilters> & ({
+type Filters = Omit<FilterQuery, 'sort' | 'limit' | 'cursor' | PriceFilters> & ({
     currency?: undefined;
     minPrice?: undefined;
     maxPrice?: undefined;
-} | (Required<Pick<BrowseQuery, 'currency'>> & Pick<BrowseQuery, 'minPrice' | 'maxPrice'>));
+} | (Required<Pick<FilterQuery, 'currency'>> & Pick<FilterQuery, 'minPrice' | 'maxPrice'>));
 /** GET /bikes's orders, each reversed with a leading `-`. */
 type Sort = NonNullable<BrowseQuery['sort']>;
 /** GET /bikes/facets's answer: the total, each facet's values and counts, the price ranges. */

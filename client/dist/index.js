@@ -912,6 +912,12 @@ const gzipBodies = {
 };
 
 /**
+ * The filters as the query's type has them, each repeatable one a list: openapi-fetch writes one
+ * value (`vendor=Trek`) as it writes a list of one.
+ */
+const filterQuery = (filters) => filters;
+
+/**
  * GET /bikes/facets (docs/reference/browse-and-sync.md#facets): for the bikes that pass `filters` (those of
  * `pages`, `q` included), the total, each facet's values with their counts (each counted without
  * its own filter: a storefront's checkboxes) and the range of minimum prices in each currency.
@@ -919,7 +925,7 @@ const gzipBodies = {
  */
 async function facets(ctx, filters = {}, { facets: names, signal } = {}) {
     const { answer } = await persist((bounded) => ctx.api.GET('/bikes/facets', {
-        params: { query: { ...filters, facets: names?.join(',') } },
+        params: { query: { ...filterQuery(filters), facets: names?.join(',') } },
         signal: bounded,
     }), ctx.persistence('GET /bikes/facets', signal));
     if (!answer.data)
@@ -1145,7 +1151,7 @@ async function* pages(ctx, filters = {}, sort, { limit, signal } = {}) {
         // The next page's query, from its address: openapi-fetch then sends it unchanged.
         const query = next;
         const { answer } = await persist((bounded) => query === undefined
-            ? ctx.api.GET('/bikes', { params: { query: { ...filters, sort, limit } }, signal: bounded })
+            ? ctx.api.GET('/bikes', { params: { query: { ...filterQuery(filters), sort, limit } }, signal: bounded })
             : ctx.api.GET('/bikes', { querySerializer: () => query, signal: bounded }), ctx.persistence('GET /bikes', signal));
         if (!answer.data)
             throw refusal('GET /bikes', answer.response);

@@ -2,7 +2,7 @@ import type { CallOptions } from './bikes.ts';
 import type { Context } from './context.ts';
 import { refusal } from './errors.ts';
 import { persist } from './retry.ts';
-import type { FacetName, Facets, Filters } from './types.ts';
+import { type FacetName, type Facets, filterQuery, type Filters } from './types.ts';
 
 /**
  * GET /bikes/facets (docs/reference/browse-and-sync.md#facets): for the bikes that pass `filters` (those of
@@ -18,7 +18,7 @@ export async function facets(
   const { answer } = await persist(
     (bounded) =>
       ctx.api.GET('/bikes/facets', {
-        params: { query: { ...filters, facets: names?.join(',') } },
+        params: { query: { ...filterQuery(filters), facets: names?.join(',') } },
         signal: bounded,
       }),
     ctx.persistence('GET /bikes/facets', signal),

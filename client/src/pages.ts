@@ -2,7 +2,7 @@ import type { CallOptions } from './bikes.ts';
 import type { Context } from './context.ts';
 import { refusal } from './errors.ts';
 import { persist } from './retry.ts';
-import type { Bike, Filters, Sort } from './types.ts';
+import { type Bike, filterQuery, type Filters, type Sort } from './types.ts';
 
 /**
  * GET /bikes, page after page: each page's bikes, the next page asked for at the address its
@@ -22,7 +22,7 @@ export async function* pages(
     const { answer } = await persist(
       (bounded) =>
         query === undefined
-          ? ctx.api.GET('/bikes', { params: { query: { ...filters, sort, limit } }, signal: bounded })
+          ? ctx.api.GET('/bikes', { params: { query: { ...filterQuery(filters), sort, limit } }, signal: bounded })
           : ctx.api.GET('/bikes', { querySerializer: () => query, signal: bounded }),
       ctx.persistence('GET /bikes', signal),
     );

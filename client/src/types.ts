@@ -25,16 +25,27 @@ export type Change = Omit<Schemas['Change'], 'type' | 'bike'> &
 export type CatalogEvent = Change | { type: 'list'; bikes: Bike[]; cursor: string };
 
 type BrowseQuery = NonNullable<operations['browseBikes']['parameters']['query']>;
+/** A parameter that may be repeated (any of its values) is given as one value or as several. */
+type OneOrMore<Query> = {
+  [Name in keyof Query]: NonNullable<Query[Name]> extends (infer Value)[] ? Value | Value[] : Query[Name];
+};
+type FilterQuery = OneOrMore<BrowseQuery>;
 type PriceFilters = 'currency' | 'minPrice' | 'maxPrice';
 /**
- * GET /bikes's filters. A price range is in one currency: `minPrice` or `maxPrice` only with
- * `currency` (the service refuses them without it, 400), which the compiler says here.
+ * GET /bikes's filters (`vendor: 'Trek'` or `vendor: ['Trek', 'Giant']`). A price range is in one
+ * currency: `minPrice` or `maxPrice` only with `currency` (the service refuses them without it,
+ * 400), which the compiler says here.
  */
-export type Filters = Omit<BrowseQuery, 'sort' | 'limit' | 'cursor' | PriceFilters> &
+export type Filters = Omit<FilterQuery, 'sort' | 'limit' | 'cursor' | PriceFilters> &
   (
     | { currency?: undefined; minPrice?: undefined; maxPrice?: undefined }
-    | (Required<Pick<BrowseQuery, 'currency'>> & Pick<BrowseQuery, 'minPrice' | 'maxPrice'>)
+    | (Required<Pick<FilterQuery, 'currency'>> & Pick<FilterQuery, 'minPrice' | 'maxPrice'>)
   );
+/**
+ * The filters as the query's type has them, each repeatable one a list: openapi-fetch writes one
+ * value (`vendor=Trek`) as it writes a list of one.
+ */
+export const filterQuery = (filters: Filters) => filters as Omit<BrowseQuery, 'sort' | 'limit' | 'cursor'>;
 /** GET /bikes's orders, each reversed with a leading `-`. */
 export type Sort = NonNullable<BrowseQuery['sort']>;
 

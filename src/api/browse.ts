@@ -1,7 +1,7 @@
 import * as yup from 'yup';
 import { LIST_FILTERS, type PageFilters } from '../bikes/filters';
 import { readPage, SORTS } from '../bikes/pages';
-import { isFresh, setValidators } from '../http/conditional';
+import { readUnlessCurrent } from '../http/conditional';
 import { HttpError } from '../http/errors';
 import { invalidFieldHeader } from '../http/invalid-field';
 import { cursor, inputOf, pageSize, WRONG_TYPE } from '../http/schema';
@@ -171,15 +171,9 @@ export const browseBikes = operation({
     if (cursor !== undefined && after === undefined) throw new HttpError(400, invalidFieldHeader('query.cursor'));
     const request = { sort, filters, after, limit };
     const tagOf = (version: string[]) => tags.list(...version, JSON.stringify(request));
-    const conditional = ctx.req.headers['if-none-match'] !== undefined;
-    const current = conditional ? (version: string[]) => isFresh(ctx, tagOf(version)) : undefined;
-    const page = await readPage(reader(ctx).reads.query, request, current);
-    if (page.version) setValidators(ctx, tagOf(page.version));
+    const page = await readUnlessCurrent(ctx, tagOf, (current) => readPage(reader(ctx).reads.query, request, current));
     // As a list's (lists.ts): a 304 carries no Catalog-Cursor.
-    if (page.current) {
-      ctx.status = 304;
-      return;
-    }
+    if (!page) return;
     ctx.set('Catalog-Cursor', feed.listCursor(page.seen));
     if (page.next) {
       const next = new URLSearchParams(ctx.querystring);

@@ -1,6 +1,6 @@
 import * as yup from 'yup';
 import { FACET_NAMES, type Facet, readFacets } from '../bikes/facets';
-import { isFresh, setValidators } from '../http/conditional';
+import { readUnlessCurrent } from '../http/conditional';
 import { inputOf, WRONG_TYPE } from '../http/schema';
 import { FILTER_PARAMETERS, filtersOf, pageFilters, priceRangeInACurrency } from './browse';
 import { operation } from './operation';
@@ -115,14 +115,10 @@ export const bikeFacets = operation({
     const facets = asked === undefined ? FACET_NAMES : FACET_NAMES.filter((f) => asked.split(',').includes(f));
     const request = { facets: facets as Facet[], filters };
     const tagOf = (version: string[]) => tags.list(...version, 'facets', JSON.stringify(request));
-    const conditional = ctx.req.headers['if-none-match'] !== undefined;
-    const current = conditional ? (version: string[]) => isFresh(ctx, tagOf(version)) : undefined;
-    const answer = await readFacets(reader(ctx).reads.query, request, current);
-    if (answer.version) setValidators(ctx, tagOf(answer.version));
-    if (answer.current) {
-      ctx.status = 304;
-      return;
-    }
+    const answer = await readUnlessCurrent(ctx, tagOf, (current) =>
+      readFacets(reader(ctx).reads.query, request, current),
+    );
+    if (!answer) return;
     const { total, facets: counted, prices } = answer;
     ctx.type = 'application/json';
     ctx.body = JSON.stringify({ total, facets: counted, prices });

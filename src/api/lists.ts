@@ -3,7 +3,7 @@ import type Koa from 'koa';
 import * as yup from 'yup';
 import type { Bike } from '../bikes/bike';
 import { LIST_BATCH_SIZE } from '../bikes/repository';
-import { isFresh, setValidators } from '../http/conditional';
+import { readUnlessCurrent } from '../http/conditional';
 import { inputOf, NO_INPUT, WRONG_TYPE } from '../http/schema';
 import { BIKES, bikesJson, EXAMPLE_BIKE } from './bike-json';
 import { type Api, operation } from './operation';
@@ -57,19 +57,9 @@ async function sendBikeArray(ctx: Koa.Context, batches: AsyncGenerator<Bike[]>, 
  */
 async function sendList(ctx: Koa.Context, { reader, tags, feed }: Api, term?: string) {
   const tagOf = (version: string[]) => tags.list(...version, ...(term === undefined ? [] : [term]));
-  const conditional = ctx.req.headers['if-none-match'] !== undefined;
-  const list = await reader(ctx).list({
-    titleContains: term,
-    current: conditional ? (version) => isFresh(ctx, tagOf(version)) : undefined,
-  });
-  // No tag while the catalog's version does not count every change (a trigger switched off).
-  if (list.version) setValidators(ctx, tagOf(list.version));
-  // A 304 carries the validators, not the representation's metadata (RFC 9110 15.4.5): the copy
-  // the client has came with its own cursor.
-  if (list.current) {
-    ctx.status = 304;
-    return;
-  }
+  const list = await readUnlessCurrent(ctx, tagOf, (current) => reader(ctx).list({ titleContains: term, current }));
+  // A 304 carries no Catalog-Cursor: the copy the client has came with its own.
+  if (!list) return;
   ctx.set('Catalog-Cursor', feed.listCursor(list.seen));
   await sendBikeArray(ctx, list.batches, LIST_BATCH_SIZE);
 }

@@ -66,6 +66,7 @@ const STRING_COLUMNS: Record<ListFilter, { column: string; key: string }> = {
  * migration storefront_search), for a statement's CTE `search` (searchOf): the words as given,
  * first in the title alone, then in the title or vendor, then with the product type, then anywhere
  * (1-4); the same with each word's typos (5-8). Null when `q` has no word: then no bike matches.
+ * A query is null too when no bike can match it (the migration storefront_speed: the eighth as well).
  * Without `q`, null, and no condition reads it (PostgreSQL then never computes it).
  */
 export const searchTerms = (q: RawBuilder<unknown> | undefined) =>

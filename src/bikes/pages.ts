@@ -150,9 +150,23 @@ function pageStatement(sort: Sort, filters: string[], after: boolean, rows: numb
 const FEW_MATCHES = 1000;
 
 /**
+ * The sample that tells many matches without counting them: when at least SAMPLE_MATCHES of the
+ * first SAMPLE_BIKES bikes (insertion order, the seq index) pass the words and filters, the page
+ * reads the ranks in turn at once. Counting 1,001 matches in the words' index builds its whole
+ * bitmap first (every bike with the most common word: 40-60 ms for a word every bike has, at
+ * 100,000 bikes), where the sample reads 1,000 rows (docs/performance.md#a-shops-storefront).
+ * Reading the ranks in turn gives the same page for any number of matches; only ranking the
+ * matches whole needs them to be few, which the count still decides when the sample does not.
+ */
+const SAMPLE_BIKES = 1000;
+const SAMPLE_MATCHES = 10;
+
+/**
  * The statement of a page by relevance: the same rows, in the same order, as ORDER BY searchRank,
  * seq would give (docs/reference/browse-and-sync.md#a-shoppers-search), without ranking every bike with the words.
- * The words' index (GIN) first finds up to FEW_MATCHES + 1 of them. When there are no more than
+ * Whether the matches are many is decided once (CTE `plan`): none when no bike can have the words
+ * (the last rank's query is null), many by the sample (SAMPLE_BIKES), or else by the words' index
+ * (GIN), which finds up to FEW_MATCHES + 1 of them. When there are no more than
  * FEW_MATCHES, those are ranked and the page taken from them. Otherwise the ranks are read in
  * turn, best first, each a scan of the bikes in insertion order (the seq index) for as many rows
  * as the page still needs: PostgreSQL runs the parts of a UNION ALL one after the other and stops
@@ -171,7 +185,7 @@ function relevanceStatement(filters: string[], after: boolean, rows: number) {
     params.seq = seq;
   }
   return prepare(params, (p) => {
-    const many = sql<boolean>`(SELECT count(*) FROM candidates) > ${sql.lit(FEW_MATCHES)}`;
+    const many = sql<boolean>`(SELECT plan.many FROM plan)`;
     const select = () => kysely.selectFrom('bikes').select(BIKE_COLUMNS).select('bikes.seq');
     let few = select()
       .select(sql<string>`json_build_array((${searchRank})::text)::text`.as('keys'))
@@ -186,7 +200,11 @@ function relevanceStatement(filters: string[], after: boolean, rows: number) {
         .where(tierPossible(tier))
         .where(sql<boolean>`${searchRank} = ${sql.lit(tier)}`);
       // q's condition is the rank's: left out, so that the scan is the seq index's, not the words'.
-      for (const name of filters) if (name !== 'q') part = part.where(shapedCondition(name, p[name]));
+      // But for the last rank, which every bike without the words' better ranks has (searchRank's
+      // ELSE): the bikes with the words, with typos, anywhere.
+      for (const name of filters) {
+        if (name !== 'q' || tier === RANKS[RANKS.length - 1]) part = part.where(shapedCondition(name, p[name]));
+      }
       if (after) {
         part = part
           .where(sql<boolean>`${sql.lit(tier)} >= ${rank}::int4`)
@@ -198,12 +216,27 @@ function relevanceStatement(filters: string[], after: boolean, rows: number) {
     });
     let candidates = kysely.selectFrom('bikes').select('bikes.seq');
     for (const name of filters) candidates = candidates.where(shapedCondition(name, p[name]));
+    let sample = kysely
+      .selectFrom(kysely.selectFrom('bikes').selectAll().orderBy('bikes.seq').limit(sql.lit(SAMPLE_BIKES)).as('bikes'))
+      .select(sql<number>`1`.as('one'));
+    for (const name of filters) sample = sample.where(shapedCondition(name, p[name]));
+    const sampled = sql<boolean>`(SELECT count(*) FROM (${sample.limit(sql.lit(SAMPLE_MATCHES))}) AS sample) >= ${sql.lit(SAMPLE_MATCHES)}`;
+    const counted = sql<boolean>`(SELECT count(*) FROM candidates) > ${sql.lit(FEW_MATCHES)}`;
     const ranked = sql<PageRow>`(${sql.join([few, ...tiers], sql` UNION ALL `)})`;
     const page = kysely
       .with('search', (db) => db.selectNoFrom(searchTerms(p.q)))
       .with(
         (name) => name('candidates').materialized(),
         () => candidates.limit(sql.lit(FEW_MATCHES + 1)),
+      )
+      .with(
+        (name) => name('plan').materialized(),
+        (db) =>
+          db.selectNoFrom(
+            sql<boolean>`CASE WHEN NOT ${tierPossible(RANKS[RANKS.length - 1])} THEN false WHEN ${sampled} THEN true ELSE ${counted} END`.as(
+              'many',
+            ),
+          ),
       )
       .selectFrom(ranked.as('bikes'))
       .selectAll()

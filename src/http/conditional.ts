@@ -74,6 +74,40 @@ export function setValidators(ctx: Koa.Context, tag: string): void {
 }
 
 /**
+ * What a list's read returns for its condition: the catalog's version it read (none while that
+ * version does not count every change, a trigger switched off: then no tag), and whether the
+ * client's copy is current, when it read nothing more.
+ */
+interface VersionedRead {
+  version?: string[];
+  current: boolean;
+}
+
+/** A read that found the client's copy stale, and read the rest. */
+type Changed<Read> = Exclude<Read, { current: true }>;
+const changed = <Read extends VersionedRead>(read: Read): read is Changed<Read> => !read.current;
+
+/**
+ * A list's read (a list, a page, the facets) under If-None-Match: `read` is given, when the
+ * request has a condition, the judge of a version (`current`) that lets it answer 304 before it
+ * reads a row. The answer's weak tag is `tagOf` the version it read. A 304 carries the
+ * validators, not the representation's metadata (RFC 9110 15.4.5): then this returns undefined,
+ * the answer sent; otherwise what was read, to send.
+ */
+export async function readUnlessCurrent<Read extends VersionedRead>(
+  ctx: Koa.Context,
+  tagOf: (version: string[]) => string,
+  read: (current: ((version: string[]) => boolean) | undefined) => Promise<Read>,
+): Promise<Changed<Read> | undefined> {
+  const conditional = ctx.req.headers['if-none-match'] !== undefined;
+  const answer = await read(conditional ? (version) => isFresh(ctx, tagOf(version)) : undefined);
+  if (answer.version) setValidators(ctx, tagOf(answer.version));
+  if (changed(answer)) return answer;
+  ctx.status = 304;
+  return undefined;
+}
+
+/**
  * Changed whenever a bike's JSON or its ETag changes meaning (a field, the serializer, what a
  * tag is made of), so that no tag given out before matches again.
  */

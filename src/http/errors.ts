@@ -54,6 +54,30 @@ function restoreHeaders(ctx: Koa.Context, before: OutgoingHttpHeaders): void {
   if (vary) ctx.set('Vary', vary);
 }
 
+/** How long a warning of the same words is not written again (coalesced). */
+const REPEATS_WITHIN_MS = 10_000;
+
+/**
+ * A warning (`msg`, with `err`) written once for each distinct `err` in 10 s: while the database
+ * is failing before the watch has judged it (a pooler refusing every request the same way), a
+ * line per request would bury the watch's line per change. The next line of the same words after
+ * the quiet window says how many were left out (`repeated`).
+ */
+export function coalesced(logger: Logger, msg: string): (err: string) => void {
+  const last = new Map<string, { at: number; repeated: number }>();
+  return (err) => {
+    const now = Date.now();
+    const seen = last.get(err);
+    if (seen && now - seen.at < REPEATS_WITHIN_MS) {
+      seen.repeated++;
+      return;
+    }
+    for (const [key, { at }] of last) if (now - at >= REPEATS_WITHIN_MS) last.delete(key);
+    logger.warn(seen?.repeated ? { err, repeated: seen.repeated } : { err }, msg);
+    last.set(err, { at: now, repeated: 0 });
+  };
+}
+
 /**
  * The one place errors become responses: a status code and its reason phrase as plain text,
  * never a JSON body (docs/reference/requests-and-answers.md#errors). Unexpected errors are logged; a database that
@@ -63,6 +87,7 @@ function restoreHeaders(ctx: Koa.Context, before: OutgoingHttpHeaders): void {
  * hand them to a 503.
  */
 export function errorHandler(logger: Logger): Koa.Middleware {
+  const unavailable = coalesced(logger, 'database unavailable');
   return async (ctx, next) => {
     // A copy (getHeaders() makes one) of the few headers outer middleware set: cheap.
     const before = ctx.res.getHeaders();
@@ -79,8 +104,10 @@ export function errorHandler(logger: Logger): Koa.Middleware {
       else if (isServerDown(cause)) {
         // Failed at once, the server judged down or hung: the watch said so once, as it changed.
         logger.debug({ err: (cause as Error).message }, 'database unavailable');
-      } else if (cause instanceof WriteOutcomeUnknown || isDatabaseUnavailable(cause)) {
-        logger.warn({ err: (cause as Error).message }, 'database unavailable');
+      } else if (cause instanceof WriteOutcomeUnknown) {
+        logger.warn({ err: cause.message }, 'database unavailable');
+      } else if (isDatabaseUnavailable(cause)) {
+        unavailable((cause as Error).message);
       } else if (cause instanceof TokenRefused) {
         // The client's token: counted by reason (http_auth_refusals_total), not logged line by line.
       } else if (cause instanceof Error) {

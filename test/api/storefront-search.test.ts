@@ -134,6 +134,35 @@ describe('GET /bikes?q=: a shopper search', () => {
     }
   });
 
+  it('orders many matches, read rank by rank, as few: every rank, ties by insertion order, no other bike, across pages', async () => {
+    // Two bikes of each rank (docs/reference/browse-and-sync.md#a-shoppers-search), created in an
+    // order of their own: the word as typed, then one edit away ("quakka"), each in the title, the
+    // vendor, the product type or the description. Sixteen matches: a page by relevance reads
+    // them rank by rank (src/bikes/pages.ts, SAMPLE_MATCHES), not ranked whole.
+    const fields = (word: string) => [
+      { title: `${word} rider` },
+      { title: 'Plain rider', vendor: word },
+      { title: 'Plain rider', productType: word },
+      { title: 'Plain rider', description: `Meets a ${word}` },
+    ];
+    const byRank = [...fields('Quokka'), ...fields('Quakka')];
+    const order = [5, 0, 7, 2, 4, 1, 6, 3, 3, 6, 1, 4, 2, 7, 0, 5];
+    const made: { id: string; rank: number; at: number }[] = [];
+    for (const [at, rank] of order.entries()) {
+      made.push({ id: (await api.create(newBike(byRank[rank]))).id, rank, at });
+    }
+    const expected = [...made].sort((a, b) => a.rank - b.rank || a.at - b.at).map(({ id }) => id);
+    const seen: string[] = [];
+    for (let next: string | undefined = '/bikes?q=quokka&limit=3'; next !== undefined;) {
+      const res = await api.request('GET', next);
+      expect(res.status).toBe(200);
+      seen.push(...((await res.json()) as Bike[]).map((bike) => bike.id));
+      const link = res.headers.get('link');
+      next = link ? (/^<([^>]+)>; rel="next"$/.exec(link) as RegExpExecArray)[1] : undefined;
+    }
+    expect(seen).toEqual(expected);
+  });
+
   it('pages by Link under 8 writers, giving every matching bike there throughout once, by relevance and by title', async () => {
     const word = 'pagedword';
     const stay: string[] = [];

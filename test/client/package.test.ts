@@ -75,7 +75,9 @@ describe('the client package', () => {
           "export const wrong = () => catalog.update('id', { totalInventory: 'none' });",
           // A price range is in a currency: without one, the compiler says so.
           'export const unpriced = () => catalog.pages({ minPrice: 100 });',
-          "export const priced = () => catalog.pages({ currency: ['EUR'], minPrice: 100, maxPrice: 900 });",
+          "export const priced = () => catalog.pages({ currency: 'EUR', minPrice: 100, maxPrice: 900 });",
+          // A filter that may be repeated takes one value or several.
+          "export const brands = () => catalog.facets({ vendor: ['Trek', 'Giant'], productType: 'Road' });",
           "export type { BlockedError, FollowStatus, Money, PriceRange } from 'bike-catalog-client';",
         ].join('\n'),
       );

@@ -3,6 +3,7 @@ import fs from 'node:fs';
 import { Client } from 'pg';
 import { type EmbeddedPostgres, startEmbeddedPostgres } from '../../src/postgres/embedded-postgres';
 import { freePort, spawnService, type ServiceProcess } from '../support/process';
+import { capturedLog } from '../support/log';
 import { startTestService, type TestService } from '../support/service';
 import { tempDataDir } from '../support/temp-dir';
 import { waitFor } from '../support/wait';
@@ -24,8 +25,9 @@ async function withClient<T>(url: string, work: (client: Client) => Promise<T>):
 
 describe('GET /healthz and GET /readyz, over a database of their own', () => {
   let svc: TestService;
+  const { lines, logger } = capturedLog();
   beforeAll(async () => {
-    svc = await startTestService();
+    svc = await startTestService({ logger });
   });
   afterAll(() => svc.stop());
 
@@ -74,6 +76,24 @@ describe('GET /healthz and GET /readyz, over a database of their own', () => {
       );
     }
     expect(await get(`${svc.baseUrl}/readyz`)).toMatchObject({ status: 200, body: 'OK' });
+  });
+
+  it('a database failing every request the same way while it answers the watch: each a 503, one warning for them all', async () => {
+    // The table gone (an operator's mistake, a restore under way): PostgreSQL answers the watch's
+    // question, so nothing judges it down, and each read fails with the same words
+    // (docs/reference/requests-and-answers.md#a-database-that-is-busy-down-or-hung).
+    await withClient(svc.databaseUrl, (client) => client.query('ALTER TABLE bikes RENAME TO bikes_away'));
+    const before = lines.length;
+    try {
+      const statuses = [];
+      for (let i = 0; i < 20; i++) statuses.push((await fetch(`${svc.baseUrl}/bikes?limit=1`)).status);
+      expect(statuses).toEqual(Array(20).fill(503));
+    } finally {
+      await withClient(svc.databaseUrl, (client) => client.query('ALTER TABLE bikes_away RENAME TO bikes'));
+    }
+    const warned = lines.slice(before).filter((line) => line.msg === 'database unavailable');
+    expect(warned).toEqual([expect.objectContaining({ err: expect.stringMatching(/bikes/) })]);
+    expect((await fetch(`${svc.baseUrl}/bikes?limit=1`)).status).toBe(200);
   });
 
   it('GET /readyz: when the database has no migration record at all, it answers 503', async () => {

@@ -83,6 +83,16 @@ interface Answer {
     `/bikes/${bike.id}`,
   ];
 
+  /** Each distinct line with how many times it came, most first. */
+  function counted(items: string[]): string {
+    const counts = new Map<string, number>();
+    for (const item of items) counts.set(item, (counts.get(item) ?? 0) + 1);
+    return [...counts]
+      .sort((a, b) => b[1] - a[1])
+      .map(([item, count]) => `${count} × ${item}`)
+      .join(' | ');
+  }
+
   /** One GET, its status, or 'cut' for a 200 whose stream broke, and how long it took. */
   async function get(path: string): Promise<Answer> {
     const started = Date.now();
@@ -155,7 +165,7 @@ interface Answer {
     const logged = warnings(before);
     console.log(
       `PostgreSQL stopped behind PgBouncer: ${during.length} answers while down (${statuses.join(', ')}), ` +
-        `the slowest in ${slowest} ms; ${logged.length} warnings: ${[...new Set(logged.map((l) => l.msg))].join(' | ')}`,
+        `the slowest in ${slowest} ms; ${logged.length} warnings: ${counted(logged.map((l) => (l.err ? `${l.msg}: ${typeof l.err === 'string' ? l.err : l.err.message}` : l.msg)))}`,
     );
     for (const answer of during) {
       // 200: answered before PostgreSQL stopped; 'cut': a list whose 200 was streaming.

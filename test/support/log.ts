@@ -7,7 +7,8 @@ export interface LogLine {
   code?: string;
   requestId?: string;
   pool?: string;
-  err?: string;
+  /** A message, or an Error as pino writes it. */
+  err?: string | { message: string };
 }
 
 /** A logger for an in-process service that keeps every line it logs, parsed, in `lines`. */
