@@ -69,6 +69,11 @@ export interface Config {
    * milliseconds; after the last the subscription is disabled (docs/webhooks.md#retries).
    */
   webhookRetryDelays: number[];
+  /**
+   * READ_CACHE_ENTRIES: bikes the read cache keeps in memory, by id and by handle together; 0, no
+   * cache (docs/reference/database.md#the-read-cache).
+   */
+  readCacheEntries: number;
 }
 
 interface Limits {
@@ -226,7 +231,18 @@ export function readConfig(env: NodeJS.ProcessEnv = process.env, { signsTokens =
       : limit('HISTORY_RETENTION_DAYS', 1),
     maxEventStreams: limit('MAX_EVENT_STREAMS', 1_000),
     webhookRetryDelays: webhookRetryDelays(nonEmpty(env.WEBHOOK_RETRY_DELAYS) ?? DEFAULT_RETRY_DELAYS),
+    readCacheEntries: readCacheEntries(nonEmpty(env.READ_CACHE_ENTRIES) ?? String(DEFAULT_READ_CACHE_ENTRIES)),
   };
+}
+
+/** READ_CACHE_ENTRIES's default. */
+const DEFAULT_READ_CACHE_ENTRIES = 0;
+
+function readCacheEntries(text: string): number {
+  if (!/^\d{1,9}$/.test(text)) {
+    throw new ConfigError(`READ_CACHE_ENTRIES must be a whole number (0: no read cache), got "${text}"`);
+  }
+  return Number(text);
 }
 
 function webhookRetryDelays(text: string): number[] {

@@ -105,3 +105,18 @@ export const webhookSubscriptionsDisabled = new Counter({
   help: 'Webhook subscriptions this instance disabled because every attempt at a change failed',
   registers: [registry],
 });
+
+/** Reads by id and by handle through the read cache (docs/reference/database.md#the-read-cache), by result. */
+const readCacheReads = new Counter({
+  name: 'db_cache_reads_total',
+  help: 'Reads by id or by handle through the read cache: hit (from memory), miss (read and kept), bypass (the cache may not answer: its last poll is older than its bound)',
+  labelNames: ['result'],
+  registers: [registry],
+});
+
+/** The read cache's counters, each series made once. */
+export const readCacheCounters = () => ({
+  hit: readCacheReads.labels('hit'),
+  miss: readCacheReads.labels('miss'),
+  bypass: readCacheReads.labels('bypass'),
+});

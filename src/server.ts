@@ -5,7 +5,8 @@ import { createApp, metricsApp } from './app';
 import { loadOrCreateSecret } from './auth/secret';
 import type { KeySetTiming } from './auth/provider';
 import { createTokens } from './auth/tokens';
-import { createBikeRepository } from './bikes/repository';
+import { startReadCache } from './bikes/read-cache';
+import { createBikeRepository, type StoredBike } from './bikes/repository';
 import { type Config, ConfigError, readConfig } from './config';
 import { isDatabaseUnavailable } from './db/errors';
 import { watchCatalogIdentity } from './db/catalog-identity';
@@ -25,7 +26,7 @@ import { type DatabaseServer, openDatabaseServer } from './postgres/database-ser
 import { pruneChanges } from './feed/changes';
 import { changeFeed } from './feed/following';
 import { liveFeed } from './feed/live';
-import { watchPool } from './metrics';
+import { readCacheCounters, watchPool } from './metrics';
 import { withinTime } from './timeout';
 import { webhookDelivery } from './webhooks/delivery';
 
@@ -121,12 +122,22 @@ export async function startService(config: Config, logger: Logger, tuning: Servi
     const replica = databaseServer.replicaUrl
       ? replicaReads(primary, connect('replica', databaseServer.replicaUrl))
       : undefined;
-    const identity = await watchCatalogIdentity(queryOn(primary), () =>
+    // Its poll and its misses read the primary (docs/reference/database.md#the-read-cache).
+    const cache =
+      config.readCacheEntries > 0
+        ? startReadCache<StoredBike>(queryOn(primary), {
+            entries: config.readCacheEntries,
+            counters: readCacheCounters(),
+          })
+        : undefined;
+    const identity = await watchCatalogIdentity(queryOn(primary), () => {
+      cache?.flush();
       logger.warn(
         "the catalog's identity changed (a restore, a database made anew, a failover): ETags given before no longer match",
-      ),
-    );
-    const bikesOnPrimary = createBikeRepository({ writes: primary });
+      );
+    });
+    // Its writes evict from the cache; its reads (X-Read-From: primary) do not go through it.
+    const bikesOnPrimary = createBikeRepository({ writes: primary, evicts: cache });
     const rates = {
       tokens: sharedLimit(primary, 'tokens', config.limits.tokensPerMinute),
       writes: sharedLimit(primary, 'writes', config.limits.writesPerMinute),
@@ -162,7 +173,7 @@ export async function startService(config: Config, logger: Logger, tuning: Servi
       logger,
     });
     const app = createApp({
-      bikes: createBikeRepository({ writes: primary, reads: replica }),
+      bikes: createBikeRepository({ writes: primary, reads: replica, cache }),
       bikesOnPrimary,
       catalogIdentity: identity.current,
       cursors: cursors(jwtSecret),
@@ -201,6 +212,7 @@ export async function startService(config: Config, logger: Logger, tuning: Servi
         await live.close();
         await closing;
         replica?.stop();
+        cache?.stop();
         identity.stop();
         rates.tokens.stop();
         rates.writes.stop();

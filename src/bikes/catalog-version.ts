@@ -1,7 +1,7 @@
 import { type SelectQueryBuilder, sql } from 'kysely';
 import type { DB } from '../generated/kysely/database.ts';
 import type { Query } from '../db/pool';
-import { headThenRows, kysely, prepare } from '../db/sql';
+import { headThenRows, kysely, param, prepare } from '../db/sql';
 
 /**
  * The catalog's version, as every list's ETag uses it (docs/reference/caching-and-conditions.md#conditional-get), and
@@ -103,3 +103,26 @@ export async function unchangedFor(
   const version = versionOf(state);
   return version && current(version) ? { current: true, version, seen: seenOf(state) } : undefined;
 }
+
+/**
+ * The read cache's poll (read-cache.ts): the catalog's version and the snapshot it was read in,
+ * as versionAlone reads them, and, in the same statement (so in the same snapshot), the bikes
+ * whose changes it sees and `previous` (a snapshot as text) did not: those recorded by a
+ * transaction from previous's xmin up (bike_changes_change_xact_bike_id_idx) not visible in it.
+ * Every row the statement sees was written by a transaction visible in its snapshot. Null, with
+ * no previous snapshot, and when none changed. And the history the snapshot is of.
+ */
+export const versionAndChangesSince = prepare({ previous: param<string | null>() }, (p) =>
+  listVersion().select([
+    sql<string[] | null>`(SELECT array_agg(DISTINCT bike_id::text) FROM bike_changes
+        WHERE ${p.previous}::pg_snapshot IS NOT NULL
+          AND change_xact >= pg_snapshot_xmin(${p.previous}::pg_snapshot)
+          AND NOT pg_visible_in_snapshot(change_xact, ${p.previous}::pg_snapshot))`.as('changed'),
+    // The history the snapshot belongs to, of what the catalog's identity is made of
+    // (src/db/catalog-identity.ts): another cluster, timeline or database has other transactions.
+    sql<string>`(SELECT system_identifier::text FROM pg_control_system()) || '/' ||
+        substr(pg_walfile_name(pg_current_wal_lsn()), 1, 8) || '/' ||
+        (SELECT oid::text FROM pg_database WHERE datname = current_database()) || '/' ||
+        (SELECT catalog_id::text FROM catalog_identity)`.as('history'),
+  ]),
+);

@@ -4,6 +4,7 @@ import { poolReads, type Reads } from '../db/replica';
 import { holds, type StateCondition, type WriteConditions } from '../http/preconditions';
 import { containing, kysely, param, prepare } from '../db/sql';
 import type { Bike, BikeFields, BikePatch } from './bike';
+import type { ReadCache } from './read-cache';
 import {
   type Seen,
   seenOf,
@@ -325,10 +326,32 @@ export type CreateOnceOutcome =
 /**
  * Writes go to `writes`, the primary's pool (writeOn: a lost connection under a write is an
  * unknown outcome, not a failure); reads to `reads`, which may be a replica, or else the primary.
+ * With `cache`, reads by id and by handle, and a list's 304, come from it while it may answer
+ * (its misses read the primary, which its poll watches); `evicts`: a cache this repository's
+ * writes evict from, as they end, without reading through it (the primary's repository, which
+ * `X-Read-From: primary` reads).
  */
-export function createBikeRepository({ writes, reads = poolReads(writes) }: { writes: ServicePool; reads?: Reads }) {
+export function createBikeRepository({
+  writes,
+  reads = poolReads(writes),
+  cache,
+  evicts = cache,
+}: {
+  writes: ServicePool;
+  reads?: Reads;
+  cache?: ReadCache<StoredBike>;
+  evicts?: ReadCache<StoredBike>;
+}) {
   const write: Query = writeOn(writes);
   const onPrimary = poolReads(writes).query;
+  /** A write of the bike, its cached copies evicted once it has ended, whatever its outcome (read your writes). */
+  const writing = async <T>(id: string, written: Promise<T>): Promise<T> => {
+    try {
+      return await written;
+    } finally {
+      evicts?.wrote(id);
+    }
+  };
   /** The bike as it is now on the primary: what tells a missing bike from a failed precondition. */
   const current = async (id: string) => first(await statements.byId.run(onPrimary, { id }));
   /**
@@ -345,10 +368,13 @@ export function createBikeRepository({ writes, reads = poolReads(writes) }: { wr
     create: async (writer: Writer, id: string, handle: string, fields: BikeFields): Promise<StoredBike> =>
       stored(
         (
-          await statements.insert.run(write, {
-            ...toModelFields({ id, handle, ...fields }),
-            writer: writerValue(writer),
-          })
+          await writing(
+            id,
+            statements.insert.run(write, {
+              ...toModelFields({ id, handle, ...fields }),
+              writer: writerValue(writer),
+            }),
+          )
         )[0],
       ),
 
@@ -363,11 +389,14 @@ export function createBikeRepository({ writes, reads = poolReads(writes) }: { wr
       request: { client: string; key: string; fingerprint: string; response: string },
       create: { id: string; handle: string; fields: BikeFields },
     ): Promise<CreateOnceOutcome> {
-      const [created] = await statements.createOnce.run(write, {
-        ...request,
-        ...toModelFields({ id: create.id, handle: create.handle, ...create.fields }),
-        writer: writerValue(writer),
-      });
+      const [created] = await writing(
+        create.id,
+        statements.createOnce.run(write, {
+          ...request,
+          ...toModelFields({ id: create.id, handle: create.handle, ...create.fields }),
+          writer: writerValue(writer),
+        }),
+      );
       if (created) return { kind: 'created', stored: stored(created) };
       // Not claimed: a key seen before, or one whose first request has not committed yet.
       const [seen] = await statements.seenKey.run(write, { client: request.client, key: request.key });
@@ -387,12 +416,18 @@ export function createBikeRepository({ writes, reads = poolReads(writes) }: { wr
     /** Set while the reads come from a replica because the primary cannot be reached (Reads.stale). */
     stale: () => reads.stale?.(),
 
-    findById: async (id: string) => first(await statements.byId.run(reads.query, { id })),
+    async findById(id: string): Promise<StoredBike | null> {
+      const fromCache = cache?.byId(id, async () => first(await statements.byId.run(onPrimary, { id })));
+      return fromCache ? await fromCache : first(await statements.byId.run(reads.query, { id }));
+    },
 
     async findFirstByHandle(handle: string): Promise<StoredBike | null> {
       // No stored string holds U+0000 (PostgreSQL text cannot), and as a parameter it is an error.
       if (handle.includes('\u0000')) return null;
-      return first(await statements.firstByHandle.run(reads.query, { handle }));
+      const fromCache = cache?.byHandle(handle, async () =>
+        first(await statements.firstByHandle.run(onPrimary, { handle })),
+      );
+      return fromCache ? await fromCache : first(await statements.firstByHandle.run(reads.query, { handle }));
     },
 
     /**
@@ -413,7 +448,7 @@ export function createBikeRepository({ writes, reads = poolReads(writes) }: { wr
     }: { titleContains?: string; batchSize?: number; current?: (version: string[]) => boolean } = {}): Promise<
       Unchanged | { current: false; version: string[] | undefined; seen: Seen; batches: AsyncGenerator<Bike[]> }
     > {
-      const unchanged = current && (await unchangedFor(reads.query, current));
+      const unchanged = current && (cache?.unchanged(current) ?? (await unchangedFor(reads.query, current)));
       if (unchanged) return unchanged;
       const pattern = titleContains ? containing(titleContains) : undefined;
       const batchAfter = (query: Query, after: string) =>
@@ -471,15 +506,18 @@ export function createBikeRepository({ writes, reads = poolReads(writes) }: { wr
       let rows: StoredRow[];
       if (ifMatch && ifNoneMatch?.any) return PRECONDITION_FAILED; // a bike that both exists and does not
       if (ifMatch) {
-        rows = await statements.replace.run(write, {
-          ...bike,
-          ifMatch: ifMatch.any ? null : ifMatch.states,
-          ifNoneMatch: statesParam(ifNoneMatch),
-        });
+        rows = await writing(
+          id,
+          statements.replace.run(write, {
+            ...bike,
+            ifMatch: ifMatch.any ? null : ifMatch.states,
+            ifNoneMatch: statesParam(ifNoneMatch),
+          }),
+        );
       } else if (ifNoneMatch?.any) {
-        rows = await statements.insertOnly.run(write, bike);
+        rows = await writing(id, statements.insertOnly.run(write, bike));
       } else {
-        rows = await statements.upsert.run(write, { ...bike, ifNoneMatch: statesParam(ifNoneMatch) });
+        rows = await writing(id, statements.upsert.run(write, { ...bike, ifNoneMatch: statesParam(ifNoneMatch) }));
       }
       return first(rows) ?? PRECONDITION_FAILED;
     },
@@ -501,13 +539,16 @@ export function createBikeRepository({ writes, reads = poolReads(writes) }: { wr
       if (values.patched.length === 0 || when.ifNoneMatch?.any) {
         return judged(await current(id), when);
       }
-      const rows = await statements.patch.run(write, {
+      const rows = await writing(
         id,
-        ...values,
-        writer: writerValue(writer),
-        ifMatch: when.ifMatch?.any ? null : statesParam(when.ifMatch),
-        ifNoneMatch: statesParam(when.ifNoneMatch),
-      });
+        statements.patch.run(write, {
+          id,
+          ...values,
+          writer: writerValue(writer),
+          ifMatch: when.ifMatch?.any ? null : statesParam(when.ifMatch),
+          ifNoneMatch: statesParam(when.ifNoneMatch),
+        }),
+      );
       return first(rows) ?? (await missedBecause(id, when));
     },
 
@@ -518,12 +559,15 @@ export function createBikeRepository({ writes, reads = poolReads(writes) }: { wr
       when: WriteConditions = {},
     ): Promise<boolean | typeof PRECONDITION_FAILED> {
       if (when.ifNoneMatch?.any) return (await judged(await current(id), when)) === null ? false : PRECONDITION_FAILED;
-      const rows = await statements.delete.run(write, {
+      const rows = await writing(
         id,
-        writer: writerValue(writer),
-        ifMatch: when.ifMatch?.any ? null : statesParam(when.ifMatch),
-        ifNoneMatch: statesParam(when.ifNoneMatch),
-      });
+        statements.delete.run(write, {
+          id,
+          writer: writerValue(writer),
+          ifMatch: when.ifMatch?.any ? null : statesParam(when.ifMatch),
+          ifNoneMatch: statesParam(when.ifNoneMatch),
+        }),
+      );
       if (rows.length > 0) return true;
       return (await missedBecause(id, when)) === null ? false : PRECONDITION_FAILED;
     },
