@@ -108,7 +108,8 @@ export async function unchangedFor(
  * The read cache's poll (read-cache.ts): the catalog's version and the snapshot it was read in,
  * as versionAlone reads them, and, in the same statement (so in the same snapshot), the bikes
  * whose changes it sees and `previous` (a snapshot as text) did not: those recorded by a
- * transaction from previous's xmin up (bike_changes_change_xact_bike_id_idx) not visible in it.
+ * transaction (writer_txid) from previous's xmin up (bike_changes_writer_txid_bike_id_idx) not
+ * visible in it.
  * Every row the statement sees was written by a transaction visible in its snapshot. Null, with
  * no previous snapshot, and when none changed. And the history the snapshot is of.
  */
@@ -116,8 +117,8 @@ export const versionAndChangesSince = prepare({ previous: param<string | null>()
   listVersion().select([
     sql<string[] | null>`(SELECT array_agg(DISTINCT bike_id::text) FROM bike_changes
         WHERE ${p.previous}::pg_snapshot IS NOT NULL
-          AND change_xact >= pg_snapshot_xmin(${p.previous}::pg_snapshot)
-          AND NOT pg_visible_in_snapshot(change_xact, ${p.previous}::pg_snapshot))`.as('changed'),
+          AND writer_txid >= pg_snapshot_xmin(${p.previous}::pg_snapshot)::text::bigint
+          AND NOT pg_visible_in_snapshot(writer_txid::text::xid8, ${p.previous}::pg_snapshot))`.as('changed'),
     // The history the snapshot belongs to, of what the catalog's identity is made of
     // (src/db/catalog-identity.ts): another cluster, timeline or database has other transactions.
     sql<string>`(SELECT system_identifier::text FROM pg_control_system()) || '/' ||
