@@ -184,7 +184,10 @@ export function replicaReads(primaryPool: ServicePool, replicaPool: ServicePool)
       CHECK_TIMEOUT_MS,
     );
     if (primaryAnswer === 'timeout' || primaryAnswer === 'failed') {
-      await judgeWithoutPrimary(replicaSide);
+      // Away only when its watch says so (down or hung): a check a busy machine left unanswered
+      // is no outage, and the lag is unknown, so the reads go to the primary meanwhile.
+      if (primaryPool.server.down()) await judgeWithoutPrimary(replicaSide);
+      else [usable, primaryAway] = [false, undefined];
       return;
     }
     const [{ rows: onPrimary }, { rows: onReplica }] = [primaryAnswer, await replicaSide];

@@ -6,6 +6,8 @@ export interface LogLine {
   msg: string;
   code?: string;
   requestId?: string;
+  /** A request line's path. */
+  path?: string;
   pool?: string;
   /** A message, or an Error as pino writes it. */
   err?: string | { message: string };
