@@ -569,14 +569,10 @@ async function startServer(
   port: number | (() => Promise<number>),
   ...rest: StartArguments
 ): Promise<Started> {
-  if (typeof port === 'number') {
-    const started = await startServerOn(clusterDir, bin, user, port, ...rest);
-    if (started === 'port taken') throw new Error(`PostgreSQL did not start: port ${port} is taken`);
-    return started;
-  }
+  if (typeof port === 'number') return (await startServerOn(clusterDir, bin, user, port, false, ...rest)) as Started;
   for (let attempt = 1; ; attempt++) {
     const chosen = await port();
-    const started = await startServerOn(clusterDir, bin, user, chosen, ...rest);
+    const started = await startServerOn(clusterDir, bin, user, chosen, true, ...rest);
     if (started !== 'port taken') return started;
     if (attempt === PORT_ATTEMPTS) {
       throw new Error(
@@ -598,13 +594,15 @@ type StartArguments = [
  * cluster), and has it record its address itself (ALTER SYSTEM) for a restart by hand, which then
  * also opens PostgreSQL's default Unix socket (an empty list cannot be recorded). If another
  * process started a server on the cluster at the same moment, ours exits and theirs is adopted.
- * 'port taken': ours exited, no server runs on the cluster, and another process holds the port.
+ * 'port taken' (only for a port we `chosen`): ours exited, no server runs on the cluster, and
+ * another process holds the port.
  */
 async function startServerOn(
   clusterDir: string,
   bin: string,
   user: ServerUser | undefined,
   port: number,
+  chosen: boolean,
   ...[dataDir, ephemeral, connectAsSuperuserTo, runningPort]: StartArguments
 ): Promise<Started | 'port taken'> {
   const settings: Record<string, string | number> = {
@@ -648,7 +646,7 @@ async function startServerOn(
     // Ours exited: another process's server holds the cluster (adopt it once it answers), or it failed.
     const theirs = exited ? portOfRunningServer(clusterDir) : undefined;
     if (theirs !== undefined && (await runningPort()) === theirs) return { port: theirs, startedHere: false };
-    if (exited && theirs === undefined && (await isTaken(port))) return 'port taken';
+    if (chosen && exited && theirs === undefined && (await isTaken(port))) return 'port taken';
     if ((exited && theirs === undefined) || Date.now() > deadline) {
       throw new Error(`PostgreSQL did not start; see ${logFile}`);
     }
