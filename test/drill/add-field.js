@@ -300,4 +300,4 @@ function main() {
 
 if (require.main === module) main();
 
-module.exports = { GUIDE_STEPS, OMISSIONS, STEPS, scratch };
+module.exports = { GUIDE_STEPS, OMISSIONS, STEPS };

@@ -199,7 +199,7 @@ const nulledMembers = (as: Write) =>
     .map((paths) => paths.map((path) => [path, null] as const));
 
 /** Whether a body of a write's members, as `retypedMembers` or `nulledMembers` drew them, must be refused. */
-export const mustRefuse = (changes: ReadonlyArray<readonly [string[], unknown]>) =>
+const mustRefuse = (changes: ReadonlyArray<readonly [string[], unknown]>) =>
   changes.some(([path, value]) => value !== null || !nullable(path));
 
 const deepNesting = fc
