@@ -119,18 +119,6 @@ function expectPruned(home: string, reason: string): void {
   expect(fs.existsSync(home)).toBe(false);
 }
 
-/**
- * The service serving from `dataDir`. Its own line says so: on a machine shared with other test
- * runs, the port it was given may have been taken by another service first, which would answer.
- */
-async function serving(dataDir: string): Promise<ServiceProcess> {
-  const service = await spawnService({ DATA_DIR: dataDir });
-  await waitFor('the service’s own listening line', () =>
-    service.output().includes('listening on') ? true : undefined,
-  );
-  return service;
-}
-
 async function stop(service: ServiceProcess): Promise<void> {
   service.child.kill('SIGTERM');
   expect((await service.exited).code).toBe(0);
@@ -157,7 +145,7 @@ async function stop(service: ServiceProcess): Promise<void> {
     const dir = privateDir(parent);
     made.push(dir);
     const dataDir = path.join(dir, 'clone', '.data');
-    const service = await serving(dataDir);
+    const service = await spawnService({ DATA_DIR: dataDir });
     await stop(service);
     const home = clusterHomeOf(dataDir);
     homes.push(home);
@@ -168,7 +156,7 @@ async function stop(service: ServiceProcess): Promise<void> {
     const dir = privateDir();
     made.push(dir);
     const before = path.join(dir, 'clone');
-    const first = await serving(path.join(before, '.data'));
+    const first = await spawnService({ DATA_DIR: path.join(before, '.data') });
     const { token } = (await (await fetch(`${first.baseUrl}/api/user`, { method: 'POST' })).json()) as {
       token: string;
     };
@@ -183,7 +171,7 @@ async function stop(service: ServiceProcess): Promise<void> {
       `kept ${home}: in use, a clone holds its lease (last started from ${before}/.data, since renamed or moved)`,
     ]);
 
-    const second = await serving(path.join(after, '.data'));
+    const second = await spawnService({ DATA_DIR: path.join(after, '.data') });
     try {
       const read = await fetch(`${second.baseUrl}/bikes/${bike.id}`);
       expect(read.status).toBe(200);
@@ -201,7 +189,7 @@ async function stop(service: ServiceProcess): Promise<void> {
     const dir = privateDir();
     made.push(dir);
     const dataDir = path.join(dir, 'clone', '.data');
-    const service = await serving(dataDir);
+    const service = await spawnService({ DATA_DIR: dataDir });
     // Killed as by the OOM killer: its PostgreSQL, a process of its own, runs on.
     service.child.kill('SIGKILL');
     await service.exited;

@@ -50,6 +50,14 @@ function unsupportedFields(model: string) {
   }));
 }
 
+/** Where a field is declared in its model in schema.prisma: its line's place among the model's lines. */
+function declaredAt(model: string, field: string): number {
+  const body = new RegExp(`^model ${model} \\{([^}]*)\\}`, 'm').exec(schemaText)?.[1] ?? '';
+  const at = body.split('\n').findIndex((line) => new RegExp(`^\\s+${field}\\s`).test(line));
+  if (at < 0) throw new Error(`no field ${field} in model ${model}`);
+  return at;
+}
+
 function postgresType(field: DmmfField): string {
   const native = field.nativeType?.[0];
   if (native === 'Uuid') return 'uuid';
@@ -90,20 +98,25 @@ describe('the database schema', () => {
       const expected = model.fields
         .filter((field) => field.kind === 'scalar')
         .map((field) => ({
+          name: field.name,
           column_name: field.dbName ?? field.name,
           data_type: field.isList ? 'ARRAY' : postgresType(field),
           // A list (text[]) has no nullability Prisma can say: its migration says it
           // (api_keys.scopes NOT NULL; bike_changes.changed_by_scopes null outside the API).
           is_nullable: field.isList ? 'a list' : field.isRequired ? 'NO' : 'YES',
         }))
-        // Prisma lists them last: so do the migrations.
         .concat(
           unsupported.map((field) => ({
+            name: field.name,
             column_name: field.column,
             data_type: field.type,
             is_nullable: field.optional ? 'YES' : 'NO',
           })),
-        );
+        )
+        // In the model's order, an Unsupported field among the others (Prisma's own list has them
+        // apart): a column a migration adds comes after every column there is, whatever its type.
+        .sort((a, b) => declaredAt(model.name, a.name) - declaredAt(model.name, b.name))
+        .map(({ name: _name, ...column }) => column);
       const lists = new Set(expected.filter((e) => e.is_nullable === 'a list').map((e) => e.column_name));
       expect(rows.map((row) => (lists.has(row.column_name) ? { ...row, is_nullable: 'a list' } : row))).toEqual(
         expected,

@@ -480,7 +480,7 @@ async function start(options: EmbeddedPostgresOptions): Promise<EmbeddedPostgres
             clusterDir,
             bin,
             user,
-            options.port ?? (await freePort(previousPort(clusterDir), options.notPort)),
+            options.port ?? (() => freePort(previousPort(clusterDir), options.notPort)),
             dataDir,
             options.ephemeral,
             (port) => connectAsSuperuser(ServerClient, superuserUrl(port)),
@@ -542,22 +542,69 @@ async function start(options: EmbeddedPostgresOptions): Promise<EmbeddedPostgres
   };
 }
 
+/** Whether a process listens on 127.0.0.1:`port` now (so no other can bind it). */
+function isTaken(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = net.createServer();
+    server.once('error', (err: NodeJS.ErrnoException) => resolve(err.code === 'EADDRINUSE'));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(false)));
+  });
+}
+
+/** How many free ports a start tries when each is taken by another process before the server binds it. */
+const PORT_ATTEMPTS = 5;
+
+type Started = { port: number; startedHere: boolean; exit?: Promise<void> };
+
 /**
- * Starts the server, its settings given as arguments (root writes nothing into the cluster), and
- * has it record its address itself (ALTER SYSTEM) for a restart by hand, which then also opens
- * PostgreSQL's default Unix socket (an empty list cannot be recorded). If another process started a
- * server on the cluster at the same moment, ours exits and theirs is adopted.
+ * Starts the server on `port`, or on a port `port()` chooses: a port found free may be taken by
+ * another process (another service, another user's) before the server binds it, and the server
+ * then exits at once. A port we chose is then chosen again, up to PORT_ATTEMPTS times; a port the
+ * caller gave is its to free.
  */
 async function startServer(
   clusterDir: string,
   bin: string,
   user: ServerUser | undefined,
-  port: number,
+  port: number | (() => Promise<number>),
+  ...rest: StartArguments
+): Promise<Started> {
+  if (typeof port === 'number') return (await startServerOn(clusterDir, bin, user, port, false, ...rest)) as Started;
+  for (let attempt = 1; ; attempt++) {
+    const chosen = await port();
+    const started = await startServerOn(clusterDir, bin, user, chosen, true, ...rest);
+    if (started !== 'port taken') return started;
+    if (attempt === PORT_ATTEMPTS) {
+      throw new Error(
+        `PostgreSQL did not start: each of ${PORT_ATTEMPTS} free ports was taken before it could bind it`,
+      );
+    }
+  }
+}
+
+type StartArguments = [
   dataDir: string,
   ephemeral: boolean | undefined,
   connectAsSuperuserTo: (port: number) => Promise<Client | undefined>,
   runningPort: () => Promise<number | undefined>,
-): Promise<{ port: number; startedHere: boolean; exit?: Promise<void> }> {
+];
+
+/**
+ * Starts the server on `port`, its settings given as arguments (root writes nothing into the
+ * cluster), and has it record its address itself (ALTER SYSTEM) for a restart by hand, which then
+ * also opens PostgreSQL's default Unix socket (an empty list cannot be recorded). If another
+ * process started a server on the cluster at the same moment, ours exits and theirs is adopted.
+ * 'port taken' (only for a port we `chosen`): ours exited, no server runs on the cluster, and
+ * another process holds the port.
+ */
+async function startServerOn(
+  clusterDir: string,
+  bin: string,
+  user: ServerUser | undefined,
+  port: number,
+  chosen: boolean,
+  ...[dataDir, ephemeral, connectAsSuperuserTo, runningPort]: StartArguments
+): Promise<Started | 'port taken'> {
   const settings: Record<string, string | number> = {
     port,
     listen_addresses: '127.0.0.1',
@@ -599,6 +646,7 @@ async function startServer(
     // Ours exited: another process's server holds the cluster (adopt it once it answers), or it failed.
     const theirs = exited ? portOfRunningServer(clusterDir) : undefined;
     if (theirs !== undefined && (await runningPort()) === theirs) return { port: theirs, startedHere: false };
+    if (chosen && exited && theirs === undefined && (await isTaken(port))) return 'port taken';
     if ((exited && theirs === undefined) || Date.now() > deadline) {
       throw new Error(`PostgreSQL did not start; see ${logFile}`);
     }

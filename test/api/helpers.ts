@@ -92,7 +92,6 @@ async function startTarget(): Promise<Target> {
   const proc = await spawnService({
     DATABASE_URL: await createTestDatabase(),
     JWT_SECRET: jwtSecret,
-    LOG_LEVEL: 'warn',
   });
   return {
     baseUrl: proc.baseUrl,

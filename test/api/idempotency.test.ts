@@ -61,6 +61,18 @@ describe('POST /bikes/ with an Idempotency-Key', () => {
     expect(await bikesTitled(fields.title)).toBe(1);
   });
 
+  it('a retry that adds fields the bike does not have is the same create: they are ignored, so they do not count (a replay, nothing created)', async () => {
+    const key = randomUUID();
+    const fields = newBike();
+    const once = await post(first, key, fields);
+    expect(once.status).toBe(200);
+    const again = await post(first, key, { ...fields, color: 'red', priceRange: { ...fields.priceRange, tax: 7 } });
+    expect(again.status).toBe(200);
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    expect(again.body.toString('utf8')).toBe(once.body.toString('utf8'));
+    expect(await bikesTitled(fields.title)).toBe(1);
+  });
+
   it('the same key with other fields is 422 and creates nothing', async () => {
     const key = randomUUID();
     const fields = newBike();

@@ -117,6 +117,24 @@ describe('GET /bikes/changes', () => {
     expect(new Set(seen.map((change) => change.cursor)).size).toBe(3);
   });
 
+  it('carries no field the bike does not have: one a create or a patch sent is in no change (docs/reference/reads-and-writes.md#create)', async () => {
+    const start = await now();
+    const fields = newBike();
+    const created = await api.request('POST', '/bikes/', {
+      body: { ...fields, color: 'red', priceRange: { ...fields.priceRange, tax: 7 } },
+    });
+    expect(created.status).toBe(200);
+    const bike = (await created.json()) as Bike;
+    const patched = await api.request('PATCH', `/bikes/${bike.id}`, { body: { vendor: 'Other', color: 'blue' } });
+    expect(patched.status).toBe(200);
+    const after = (await patched.json()) as Bike;
+    await api.request('DELETE', `/bikes/${bike.id}`);
+    const { changes: seen } = await follow(start, { until: deleted(bike.id) });
+    const upserts = seen.filter((change) => change.id === bike.id && change.type === 'upsert');
+    expect(upserts.map((change) => JSON.stringify(change.bike))).toEqual([JSON.stringify(bike), JSON.stringify(after)]);
+    expect(JSON.stringify(seen.filter((change) => change.id === bike.id))).not.toMatch(/color|tax|red|blue/);
+  });
+
   it('from its start, rebuilds exactly /bikes/all, byte for byte; [] means caught up', async () => {
     for (let i = 0; i < 4; i++) await api.create(newBike());
     const gone = await api.create(newBike());

@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { readConfig } from '../../src/config';
 import { registry } from '../../src/metrics';
@@ -51,6 +52,94 @@ describe('docs/development.md', () => {
       .map((name) => (name === 'start' || name === 'test' ? `npm ${name}` : `npm run ${name}`));
     const page = guide('development.md');
     expect(commands.filter((command) => !page.includes(`\`${command}\``))).toEqual([]);
+  });
+});
+
+/** The drill of docs/development.md#the-drill (npm run drill:field), as it would run. */
+interface Drill {
+  GUIDE_STEPS: string[];
+  OMISSIONS: Array<{ row: string; checks: string[] }>;
+  STEPS: Record<string, (dir: string, how?: object) => void>;
+}
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- a plain Node script, run by npm run drill:field
+const drill = require('../drill/add-field.js') as Drill;
+
+describe('docs/development.md#adding-a-field-to-the-bike, and its drill (npm run drill:field)', () => {
+  const root = path.join(__dirname, '..', '..');
+  const section = guide('development.md').split('## Adding a field to the bike')[1].split('\n## ')[0];
+  /** The table of what catches a step left out: each row's first two cells. */
+  const table = section
+    .split('\n')
+    .filter((line) => line.startsWith('| ') && !line.startsWith('| left out') && !line.startsWith('| ---'))
+    .map((line) => line.split('|').map((cell) => cell.trim()))
+    .map(([, omitted, caughtBy]) => ({ omitted, caughtBy }));
+
+  it('takes the guide’s steps in its order, each by the name of its bold title', () => {
+    const titles = [...section.matchAll(/^\d\. \*\*(?:The|One) (\w+)/gm)].map(([, word]) => word);
+    expect(drill.GUIDE_STEPS).toEqual(titles);
+  });
+
+  it('leaves out each step the table names, and runs what the table says catches it; a row it cannot run says so', () => {
+    const unchecked = table.filter(({ caughtBy }) => caughtBy.startsWith('nothing')).map(({ omitted }) => omitted);
+    expect(unchecked).toEqual(["the README's answer, reporting's `bikes`"]);
+    const rows = table.filter(({ omitted }) => !unchecked.includes(omitted));
+    expect([...new Set(drill.OMISSIONS.map(({ row }) => row))]).toEqual(rows.map(({ omitted }) => omitted));
+    for (const { row, checks } of drill.OMISSIONS) {
+      const { caughtBy } = rows.find(({ omitted }) => omitted === row)!;
+      for (const check of checks) {
+        expect({
+          row,
+          named: caughtBy.includes(check === 'typecheck' ? '`npm run typecheck`' : `\`${check}\``),
+        }).toEqual({
+          row,
+          named: true,
+        });
+        if (check !== 'typecheck') expect(fs.existsSync(path.join(root, check))).toBe(true);
+      }
+    }
+  });
+
+  it('names only files there are', () => {
+    const named = [...section.matchAll(/`((?:src|test|prisma|docs|client|bench)\/[\w./-]+|README\.md)`/g)].map(
+      ([, file]) => file,
+    );
+    expect(named.length).toBeGreaterThan(10);
+    expect(named.filter((file) => !fs.existsSync(path.join(root, file)))).toEqual([]);
+  });
+
+  it('the drill’s edits apply to the files as they are now (a copy of them): the definition, the map, both models, the migration, the docs', () => {
+    const copy = fs.mkdtempSync(path.join(os.tmpdir(), 'bike-catalog-drill-steps-'));
+    try {
+      for (const file of [
+        'src/bikes/bike.ts',
+        'src/bikes/fields.ts',
+        'prisma/schema.prisma',
+        'README.md',
+        'docs/reporting.md',
+      ])
+        fs.cpSync(path.join(root, file), path.join(copy, file));
+      fs.cpSync(path.join(root, 'prisma', 'migrations'), path.join(copy, 'prisma', 'migrations'), { recursive: true });
+      for (const step of drill.GUIDE_STEPS.filter((name) => name !== 'client')) drill.STEPS[step](copy);
+
+      expect(fs.readFileSync(path.join(copy, 'src/bikes/bike.ts'), 'utf8')).toContain(
+        "  frameSize: text('54 cm'),\n  weightKg: finiteNumber(9.5).nullable().optional(),\n",
+      );
+      const schema = fs.readFileSync(path.join(copy, 'prisma/schema.prisma'), 'utf8');
+      expect(schema.match(/ weightKg +Float\? +@map\("weight_kg"\)/g)).toHaveLength(2);
+      const migration = fs
+        .readdirSync(path.join(copy, 'prisma', 'migrations'))
+        .filter((name) => name.endsWith('_bike_frame_size_and_weight'));
+      expect(migration).toHaveLength(1);
+      const sql = fs.readFileSync(path.join(copy, 'prisma', 'migrations', migration[0], 'migration.sql'), 'utf8');
+      // Both functions, whole, each list of columns with the two.
+      expect(sql.match(/CREATE OR REPLACE FUNCTION "capture_bike_(inserts|updates)"/g)).toHaveLength(2);
+      expect(sql.match(/SET search_path FROM CURRENT/g)).toHaveLength(2);
+      expect(sql.match(/(?<!n\.)"frame_size", "weight_kg",/g)).toHaveLength(2);
+      expect(sql.match(/n\."frame_size", n\."weight_kg",/g)).toHaveLength(2);
+      expect(sql).toContain("SELECT set_config('search_path', current_setting('search_path') || ', pg_temp', true);");
+    } finally {
+      fs.rmSync(copy, { recursive: true, force: true });
+    }
   });
 });
 

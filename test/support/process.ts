@@ -27,21 +27,33 @@ export function freePort(): Promise<number> {
   });
 }
 
+/** Where a service listens: the port it was given, until it says which one it bound. */
+interface Listening {
+  port: string;
+}
+
 /**
  * Runs the built service (`node dist/server.js`, what `npm start` runs after building) as a
- * separate process on `env.PORT` (a free port when unset), without waiting for it: for a start
- * that is meant to fail. `npm test` builds dist/ first. `root` is the project directory to run it
- * from (this one unless a test made a copy elsewhere).
+ * separate process, without waiting for it: for a start that is meant to fail. It is given
+ * `env.PORT`, or a free port when that is unset. `npm test` builds dist/ first. `root` is the
+ * project directory to run it from (this one unless a test made a copy elsewhere).
  */
 export async function launchService(
   env: Record<string, string>,
   { root = ROOT }: { root?: string } = {},
 ): Promise<ServiceProcess> {
-  const port = env.PORT ?? String(await freePort());
+  return (await launch(env, root, { port: env.PORT ?? String(await freePort()) })).service;
+}
+
+async function launch(
+  env: Record<string, string>,
+  root: string,
+  listening: Listening,
+): Promise<{ service: ServiceProcess; listening: Listening }> {
   const { DATABASE_URL: _url, JWT_SECRET: _secret, DATA_DIR: _dir, PORT: _port, ...inherited } = process.env;
   const child = spawn(process.execPath, [path.join(root, 'dist', 'server.js')], {
     cwd: root,
-    env: { ...inherited, LOG_LEVEL: 'info', ...env, PORT: port },
+    env: { ...inherited, LOG_LEVEL: 'info', ...env, PORT: listening.port },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';
@@ -54,32 +66,79 @@ export async function launchService(
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
     child.once('exit', (code, signal) => resolve({ code, signal })),
   );
-  return { child, baseUrl: `http://127.0.0.1:${port}`, output: () => output, errors: () => errors, exited };
+  const service: ServiceProcess = {
+    child,
+    get baseUrl() {
+      return `http://127.0.0.1:${listening.port}`;
+    },
+    output: () => output,
+    errors: () => errors,
+    exited,
+  };
+  return { service, listening };
 }
 
-/** launchService, then waits until the service answers HTTP (for PATIENCE_MS at most). */
+/** The port in the service's own line that it listens (src/server.ts), once it has written it. */
+function portItSaid(output: string): string | undefined {
+  for (const line of output.split('\n')) {
+    if (!line.includes('"listening on ')) continue;
+    try {
+      const entry = JSON.parse(line) as { msg?: unknown; port?: unknown };
+      if (typeof entry.msg === 'string' && entry.msg.startsWith('listening on ') && typeof entry.port === 'number')
+        return String(entry.port);
+    } catch {
+      // not a log line of its own
+    }
+  }
+  return undefined;
+}
+
+/** Whether a service run with `env` logs its listening line (an info line). */
+function logsListening(env: Record<string, string>): boolean {
+  return ['trace', 'debug', 'info'].includes(env.LOG_LEVEL ?? 'info');
+}
+
+/**
+ * launchService, then waits (for PATIENCE_MS at most) until the service says, in its own
+ * listening line, which port it bound: port 0 unless the test names a PORT, so the system gives
+ * it one no other process holds. A port chosen beforehand may be taken meanwhile by another
+ * process on this machine (another test run's service, while this one still makes its cluster),
+ * whose answers would be taken for this one's, as if it were up. Only with a LOG_LEVEL that hides
+ * that line does it wait until the port answers HTTP instead.
+ */
 export async function spawnService(
   env: Record<string, string>,
   { root = ROOT }: { root?: string } = {},
 ): Promise<ServiceProcess> {
-  const service = await launchService(env, { root });
-  const { child, baseUrl, output, exited } = service;
+  const byLine = logsListening(env);
+  const { service, listening } = await launch(env, root, {
+    port: env.PORT ?? (byLine ? '0' : String(await freePort())),
+  });
+  const { child, output, exited } = service;
 
   const deadline = Date.now() + PATIENCE_MS;
   let exitedEarly = false;
   void exited.then(() => (exitedEarly = true));
   for (;;) {
     if (exitedEarly) throw new Error(`service exited during start-up:\n${output()}`);
-    try {
-      await fetch(`${baseUrl}/bikes/by-handle/-`);
+    const said = portItSaid(output());
+    if (said !== undefined) {
+      listening.port = said;
       break;
-    } catch {
-      if (Date.now() > deadline) {
-        child.kill('SIGKILL');
-        throw new Error(`service did not answer within ${PATIENCE_MS} ms:\n${output()}`);
-      }
-      await new Promise((resolve) => setTimeout(resolve, 100));
     }
+    if (
+      !byLine &&
+      (await fetch(`${service.baseUrl}/bikes/by-handle/-`).then(
+        () => true,
+        () => false,
+      ))
+    )
+      break;
+    if (Date.now() > deadline) {
+      child.kill('SIGKILL');
+      throw new Error(`service did not say it listens within ${PATIENCE_MS} ms:\n${output()}`);
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
   }
   return service;
 }

@@ -1,4 +1,6 @@
 import fc from 'fast-check';
+import { bikeFields as bikeDefinition } from '../../../src/bikes/bike';
+import { nullablePaths, type Shape, shapeOf } from '../../support/bikes';
 import type { RawRequest } from './raw-http';
 
 /**
@@ -25,6 +27,8 @@ export type BodyKind =
   | 'valid-replace'
   | 'valid-patch'
   | 'mutated-bike'
+  | 'nulled-bike'
+  | 'retyped-bike'
   | 'random-json'
   | 'prototype'
   | 'deep'
@@ -41,6 +45,8 @@ export interface FuzzCase {
   sentJson?: unknown;
   /** Declared as JSON (application/json, utf-8) with nothing that changes how it is read. */
   plainJson: boolean;
+  /** A bike write's body with a member null or of a type its field does not take: every write route refuses it. */
+  refused: boolean;
 }
 
 /** A value written into JSON text verbatim: numbers JSON.stringify cannot produce, deep nesting. */
@@ -100,37 +106,101 @@ const finiteNumber = fc.oneof(
   },
 );
 
-const money = fc.record({ amount: finiteNumber, currencyCode: storableText });
-
-const bikeFields = fc.record({
-  title: storableText,
-  productType: storableText,
-  createdAt: storableText,
-  description: storableText,
-  vendor: storableText,
-  availableForSale: fc.boolean(),
-  totalInventory: finiteNumber,
-  priceRange: fc.record({ minPrice: money, maxPrice: money }),
-});
-
-const FIELD_PATHS = [
-  ['title'],
-  ['productType'],
-  ['createdAt'],
-  ['description'],
-  ['vendor'],
-  ['availableForSale'],
-  ['totalInventory'],
-  ['priceRange'],
-  ['priceRange', 'minPrice'],
-  ['priceRange', 'maxPrice'],
-  ['priceRange', 'minPrice', 'amount'],
-  ['priceRange', 'minPrice', 'currencyCode'],
-  ['priceRange', 'maxPrice', 'amount'],
-  ['priceRange', 'maxPrice', 'currencyCode'],
-];
-
 const REMOVE = Symbol('remove');
+
+/** Every member of the definition's bike body, by path: each object, then its members, in order. */
+const FIELD_PATHS: string[][] = (function paths(shape: Shape, prefix: string[]): string[][] {
+  return Object.entries(shape).flatMap(([key, field]) => [
+    [...prefix, key],
+    ...(typeof field === 'string' ? [] : paths(field, [...prefix, key])),
+  ]);
+})(shapeOf(bikeDefinition), []);
+
+/** The members that may be null: the definition's optional fields (`.nullable()`). */
+const NULLABLE = new Set(nullablePaths(bikeDefinition));
+const nullable = (path: string[]) => NULLABLE.has(path.join('.'));
+
+/** A value of a leaf's type (the definition's `string`, `number`, `boolean`). */
+const leafValue: Record<string, fc.Arbitrary<unknown>> = {
+  string: storableText,
+  number: finiteNumber,
+  boolean: fc.boolean(),
+};
+
+/** A JSON value of each type but `type` ('object' for a member that holds fields), null among them. */
+function otherType(type: string): fc.Arbitrary<unknown> {
+  const byType: Record<string, fc.Arbitrary<unknown>> = {
+    null: fc.constant(null),
+    string: fc.oneof(storableText, fc.constantFrom('5', 'true', 'null', '{}')),
+    number: fc.oneof(finiteNumber, fc.constantFrom(0, 1)),
+    boolean: fc.boolean(),
+    array: fc.oneof(fc.constant([]), fc.array(fc.jsonValue({ maxDepth: 1 }), { minLength: 1, maxLength: 3 })),
+    object: fc.oneof(fc.constant({}), fc.dictionary(fc.string({ maxLength: 8 }), fc.jsonValue({ maxDepth: 1 }))),
+  };
+  return fc.oneof(...Object.entries(byType).flatMap(([name, arbitrary]) => (name === type ? [] : [arbitrary])));
+}
+
+/**
+ * A valid bike body, built from the definition's shape (src/bikes/bike.ts), so a field added
+ * there is drawn at once: each optional field is null half the time, and a tenth of the time
+ * left out (a create or a replacement stores null then).
+ */
+function validFields(shape: Shape, prefix: string[] = []): fc.Arbitrary<Record<string, unknown>> {
+  const members = Object.entries(shape).map(([key, field]) => {
+    const path = [...prefix, key];
+    const value = typeof field === 'string' ? leafValue[field] : validFields(field, path);
+    if (!value) throw new Error(`fuzz-requests.ts draws no ${String(field)} (the definition's ${path.join('.')})`);
+    const drawn = nullable(path)
+      ? fc.oneof(
+          { weight: 9, arbitrary: value },
+          { weight: 9, arbitrary: fc.constant(null) },
+          { weight: 2, arbitrary: fc.constant(REMOVE) },
+        )
+      : value;
+    return drawn.map((v) => [key, v] as const);
+  });
+  return fc.tuple(...members).map((entries) => Object.fromEntries(entries.filter(([, v]) => v !== REMOVE)));
+}
+
+const bikeFields = validFields(shapeOf(bikeDefinition));
+
+/** The definition's type of a member: a leaf's, or 'object'; a replacement's and a patch's handle is a string. */
+function typeAt(path: string[]): string {
+  let field: Shape | string = { handle: 'string', ...shapeOf(bikeDefinition) };
+  for (const key of path) field = (field as Shape)[key];
+  return typeof field === 'string' ? field : 'object';
+}
+
+type Write = 'create' | 'replace' | 'patch';
+
+/** The members a write's body may carry: a replacement and a patch carry the handle too (a create's is ignored). */
+const membersOf = (as: Write) => (as === 'create' ? FIELD_PATHS : [['handle'], ...FIELD_PATHS]);
+
+/**
+ * Members of a write's body, each with a value the definition does not take there: null where
+ * the member may not be null, any other JSON type elsewhere. At least one, any of them.
+ */
+const retypedMembers = (as: Write) =>
+  fc.uniqueArray(fc.constantFrom(...membersOf(as)), { minLength: 1, maxLength: 4 }).chain((paths) =>
+    fc.tuple(
+      ...paths.map((path) => {
+        const wrong = otherType(typeAt(path));
+        return (nullable(path) ? wrong.filter((value) => value !== null) : wrong).map(
+          (value) => [path, value] as const,
+        );
+      }),
+    ),
+  );
+
+/** Members of a write's body set to null: valid for an optional field, refused for any other. At least one. */
+const nulledMembers = (as: Write) =>
+  fc
+    .uniqueArray(fc.constantFrom(...membersOf(as)), { minLength: 1, maxLength: 4 })
+    .map((paths) => paths.map((path) => [path, null] as const));
+
+/** Whether a body of a write's members, as `retypedMembers` or `nulledMembers` drew them, must be refused. */
+const mustRefuse = (changes: ReadonlyArray<readonly [string[], unknown]>) =>
+  changes.some(([path, value]) => value !== null || !nullable(path));
 
 const deepNesting = fc
   .tuple(fc.integer({ min: 100, max: 50_000 }), fc.constantFrom('[', '{"a":'))
@@ -163,20 +233,64 @@ const hostileValue: fc.Arbitrary<unknown> = fc.oneof(
   fc.constant({ constructor: { prototype: { polluted: 'yes' } } }),
 );
 
-function mutate(bike: Record<string, unknown>, path: string[], value: unknown): Record<string, unknown> {
-  const copy = structuredClone(bike) as Record<string, unknown>;
-  let target = copy;
-  for (const key of path.slice(0, -1)) target = target[key] as Record<string, unknown>;
-  const last = path[path.length - 1];
-  if (value === REMOVE) delete target[last];
-  else target[last] = value;
+/** `bike` with each path's member set to its value, or removed (REMOVE); a member inside one no longer an object, skipped. */
+function mutate(
+  bike: Record<string, unknown>,
+  ...changes: ReadonlyArray<readonly [string[], unknown]>
+): Record<string, unknown> {
+  const copy = structuredClone(bike);
+  for (const [path, value] of changes) {
+    let target: unknown = copy;
+    for (const key of path.slice(0, -1)) target = (target as Record<string, unknown> | undefined)?.[key];
+    if (!target || typeof target !== 'object' || Array.isArray(target)) continue;
+    const last = path[path.length - 1];
+    if (value === REMOVE) delete (target as Record<string, unknown>)[last];
+    else (target as Record<string, unknown>)[last] = value;
+  }
   return copy;
 }
 
 // ---------------------------------------------------------------- bodies
 
+/** Whether `body` has an object at `path` (an optional one may have been left out). */
+function holds(body: Record<string, unknown>, path: string[]): boolean {
+  let target: unknown = body;
+  for (const key of path) target = (target as Record<string, unknown> | undefined)?.[key];
+  return !!target && typeof target === 'object' && !Array.isArray(target);
+}
+
+/**
+ * A valid bike as a write sends it (a create's fields, a replacement's with an id and a handle,
+ * or a patch's members, those the changes begin at), then with `changes` made.
+ */
+function changedWrite(
+  world: World,
+  kind: 'nulled-bike' | 'retyped-bike',
+  changesFor: (as: Write) => fc.Arbitrary<ReadonlyArray<readonly [string[], unknown]>>,
+): fc.Arbitrary<Body> {
+  return fc
+    .constantFrom<Write>('create', 'replace', 'patch')
+    .chain((as) =>
+      fc.tuple(
+        fc.constant(as),
+        bikeFields,
+        changesFor(as),
+        storableText.filter((s) => s.length > 0),
+      ),
+    )
+    .map(([as, bike, changes, handle]) => {
+      const whole = as === 'create' ? bike : { id: world.ids[0], handle, ...bike };
+      const keys = new Set(changes.map(([[key]]) => key));
+      const body = as === 'patch' ? Object.fromEntries(Object.entries(whole).filter(([key]) => keys.has(key))) : whole;
+      const made = changes.filter(([path]) => holds(body, path.slice(0, -1)));
+      return { ...jsonBody(kind, mutate(body, ...made)), refused: mustRefuse(made) };
+    });
+}
+
 interface Body {
   kind: BodyKind;
+  /** Whether every write route must refuse it (400, or PUT's 404): a member null or of a type its field does not take. */
+  refused?: boolean;
   bytes?: Buffer;
   /** JSON text meant as JSON (so a JSON content type is the honest one). */
   json: boolean;
@@ -190,11 +304,7 @@ type BodyArbitraries = Record<BodyKind, fc.Arbitrary<Body>>;
 
 function bodyArbitraries(world: World): BodyArbitraries {
   const patch = fc
-    .tuple(
-      bikeFields,
-      fc.subarray([...FIELD_PATHS.slice(0, 8).map((p) => p[0]), 'handle'], { minLength: 0 }),
-      storableText,
-    )
+    .tuple(bikeFields, fc.subarray([...Object.keys(shapeOf(bikeDefinition)), 'handle'], { minLength: 0 }), storableText)
     .map(([bike, keys, handle]) => {
       const full: Record<string, unknown> = { ...bike, handle };
       return Object.fromEntries(keys.map((key) => [key, full[key]]));
@@ -213,23 +323,32 @@ function bodyArbitraries(world: World): BodyArbitraries {
     'mutated-bike': fc
       .tuple(bikeFields, fc.constantFrom(...FIELD_PATHS), hostileValue, fc.boolean(), storableText)
       .map(([bike, path, value, asReplace, handle]) =>
-        jsonBody('mutated-bike', mutate(asReplace ? { id: world.ids[0], handle, ...bike } : bike, path, value)),
+        jsonBody('mutated-bike', mutate(asReplace ? { id: world.ids[0], handle, ...bike } : bike, [path, value])),
       ),
+    // As a create, a replacement or a patch would send it: whole, or a patch's few members.
+    'nulled-bike': changedWrite(world, 'nulled-bike', nulledMembers),
+    'retyped-bike': changedWrite(world, 'retyped-bike', retypedMembers),
     'random-json': fc.jsonValue({ maxDepth: 5 }).map((value) => jsonBody('random-json', value)),
-    prototype: fc
-      .tuple(bikeFields, fc.constantFrom('__proto__', 'constructor', 'prototype'))
-      .map(([bike, key]) =>
-        jsonBody(
-          'prototype',
-          key === '__proto__'
-            ? withOwn(
-                '__proto__',
-                { polluted: 'yes', title: 'from the prototype' },
-                { ...bike, priceRange: withOwn('__proto__', { polluted: 'yes' }, bike.priceRange) },
-              )
-            : { ...bike, [key]: { prototype: { polluted: 'yes' }, polluted: 'yes' } },
-        ),
+    prototype: fc.tuple(bikeFields, fc.constantFrom('__proto__', 'constructor', 'prototype')).map(([bike, key]) =>
+      jsonBody(
+        'prototype',
+        key === '__proto__'
+          ? withOwn(
+              '__proto__',
+              { polluted: 'yes', title: 'from the prototype' },
+              // And inside each member that holds fields (priceRange).
+              Object.fromEntries(
+                Object.entries(bike).map(([name, value]) => [
+                  name,
+                  value && typeof value === 'object'
+                    ? withOwn('__proto__', { polluted: 'yes' }, value as Record<string, unknown>)
+                    : value,
+                ]),
+              ),
+            )
+          : { ...bike, [key]: { prototype: { polluted: 'yes' }, polluted: 'yes' } },
       ),
+    ),
     deep: deepNesting.map((raw) => ({ kind: 'deep' as const, bytes: Buffer.from(raw.text), json: true })),
     malformed: fc
       .tuple(
@@ -298,6 +417,8 @@ function bodyMix(arbitraries: BodyArbitraries, favoured: Partial<Record<BodyKind
     'valid-replace': 3,
     'valid-patch': 3,
     'mutated-bike': 14,
+    'nulled-bike': 6,
+    'retyped-bike': 6,
     'random-json': 8,
     prototype: 5,
     deep: 2,
@@ -692,6 +813,7 @@ export function fuzzCases(world: World): fc.Arbitrary<FuzzCase> {
         [fc.toStringMethod]: () => describeRequest(request, body.kind),
         auth: authorization.auth,
         bodyKind: body.kind,
+        refused: body.refused ?? false,
         sentJson: body.kind === 'invalid-utf8' ? undefined : sentJson,
         plainJson:
           body.json && (type === 'application/json' || type === 'application/json; charset=utf-8') && !oddReading,
