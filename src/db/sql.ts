@@ -39,6 +39,12 @@ export function param<T>(): RawBuilder<T> {
   return sql.raw<T>(`$param${markers++}$`);
 }
 
+/** SQL's NULL, written into a statement: a value of its own would be a parameter, which `prepare` refuses. */
+export const NULL = sql.lit(null);
+
+/** A parameter for a bigint column, given as the text of its number (as pg reads a bigint). */
+export const bigint = <T extends string | null>(value: RawBuilder<T>) => sql<T>`${value}::bigint`;
+
 /** The values a statement's parameters take, by name. */
 type ValuesOf<Params> = { [Name in keyof Params]: Params[Name] extends RawBuilder<infer T> ? T : never };
 
@@ -67,8 +73,8 @@ const PATTERN_PARAMETER = /\blike \$\d/i;
  * The name a statement is prepared under, from its text (the same text, the same name, whoever
  * compiles it); none for a statement whose plan must see its values, or past the budget.
  */
-function nameOf(text: string): string | undefined {
-  if (PATTERN_PARAMETER.test(text)) return undefined;
+function nameOf(text: string, named: boolean): string | undefined {
+  if (!named || PATTERN_PARAMETER.test(text)) return undefined;
   const name = `bikes_${createHash('sha1').update(text).digest('base64url').slice(0, 22)}`;
   if (names.has(name)) return name;
   if (names.size >= MAX_NAMED_STATEMENTS) return undefined;
@@ -80,10 +86,16 @@ function nameOf(text: string): string | undefined {
  * Compiles the query `build` makes of `params` once. Every value of the query must be one of
  * them, so each one's type, checked against its column by the builder, is the type `run` takes,
  * and no stand-in value can reach the database.
+ *
+ * `named: false`: the statement always runs unnamed, and takes none of the budget the pages'
+ * shapes share: for statements run a few times a second at most (the webhooks' leases and
+ * positions) or once per process (a command), where a parse and a plan saved are not worth the
+ * server's memory on every connection that ran them.
  */
 export function prepare<Params extends Record<string, RawBuilder<unknown>>, Row>(
   params: Params,
   build: (params: Params) => Compilable<Row>,
+  { named = true }: { named?: boolean } = {},
 ): Statement<Params, Row> {
   const { sql: compiled, parameters } = build(params).compile();
   if (parameters.length > 0) throw new Error(`a statement's values must be its parameters: ${compiled}`);
@@ -96,7 +108,7 @@ export function prepare<Params extends Record<string, RawBuilder<unknown>>, Row>
     text = text.replaceAll(marker, `$${order.length}`);
   }
   if (/\$param\d+\$/.test(text)) throw new Error(`a statement uses a parameter it does not list: ${compiled}`);
-  const name = nameOf(text);
+  const name = nameOf(text, named);
   return {
     run: async (query, values) =>
       (

@@ -1,7 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { type RawBuilder, sql } from 'kysely';
 import type { Query } from '../db/pool';
+import { bigint, kysely, NULL, param, prepare } from '../db/sql';
 import { type Change, changesAfter, isFollowable, type LogState, type Position, START } from '../feed/changes';
 import type { LiveFeed } from '../feed/live';
 import type { Logger } from '../logger';
@@ -66,70 +68,238 @@ interface Held {
   waitMs: number;
 }
 
-interface HeldRow {
-  url: string;
-  events: string[];
-  secret: string;
-  previous_secret: string | null;
-  position_txid: string;
-  position_change_id: string;
-  horizon_txid: string;
-  horizon_change_id: string;
-  triggers: string | null;
-  failed_attempts: number;
-  wait_ms: number;
-}
-
-const RENEW = `UPDATE webhook_subscriptions SET lease_until = now() + $3 * interval '1 millisecond'
-  WHERE id = $1 AND lease_holder = $2 AND state = 'active'
-  RETURNING url, events, secret, CASE WHEN previous_secret_until > now() THEN previous_secret END AS previous_secret,
-    position_txid::text, position_change_id::text, horizon_txid::text, horizon_change_id::text, triggers, failed_attempts,
-    greatest(0, ceil(extract(epoch FROM next_attempt_at - now()) * 1000))::int AS wait_ms`;
-
-const TAKE = `UPDATE webhook_subscriptions SET lease_holder = $1, lease_until = now() + $2 * interval '1 millisecond'
-  WHERE id IN (SELECT id FROM webhook_subscriptions
-                WHERE state = 'active' AND NOT (id = ANY($3::uuid[]))
-                  AND (lease_holder IS NULL OR lease_holder = $1 OR lease_until < now())
-                ORDER BY lease_until NULLS FIRST LIMIT $4 FOR UPDATE SKIP LOCKED)
-  RETURNING id`;
+/** `now()` plus `ms` milliseconds. */
+const inMs = (ms: RawBuilder<number>) => sql<Date>`now() + ${ms} * interval '1 millisecond'`;
 
 /**
- * The position moves past the changes delivered (and those skipped among them), and the attempts
- * that delivered them are recorded: one statement for a run of changes, only while the lease is
- * still this instance's and the position is where this deliverer left it (an operator's replay
- * moves it).
+ * Run unnamed (`prepare`'s `named: false`): a few statements a second per instance at most, which
+ * would take the budget the pages' shapes share (src/db/sql.ts).
  */
-const ADVANCE = `WITH moved AS (
-    UPDATE webhook_subscriptions SET position_txid = $3::bigint, position_change_id = $4::bigint,
-      horizon_txid = $5::bigint, horizon_change_id = $6::bigint, triggers = $7, failed_attempts = 0, next_attempt_at = NULL
-    WHERE id = $1 AND lease_holder = $2 AND (position_txid, position_change_id) = ($13::bigint, $14::bigint)
-    RETURNING id),
-  recorded AS (
-    INSERT INTO webhook_deliveries (subscription_id, webhook_id, event, attempt, status, duration_ms)
-    SELECT moved.id, d.webhook_id, d.event, d.attempt, d.status, d.duration_ms
-      FROM moved, unnest($8::text[], $9::text[], $10::int[], $11::int[], $12::int[])
-        AS d(webhook_id, event, attempt, status, duration_ms)
-    RETURNING 1)
-  SELECT count(*)::int AS moved FROM moved`;
+const UNNAMED = { named: false };
 
-const FAIL = `WITH failed AS (
-    UPDATE webhook_subscriptions SET failed_attempts = failed_attempts + 1,
-      next_attempt_at = now() + $3 * interval '1 millisecond',
-      state = CASE WHEN $4 THEN 'disabled' ELSE state END, reason = CASE WHEN $4 THEN $5 ELSE reason END,
-      lease_holder = CASE WHEN $4 THEN NULL ELSE lease_holder END
-    WHERE id = $1 AND lease_holder = $2 AND (position_txid, position_change_id) = ($12::bigint, $13::bigint)
-    RETURNING id)
-  INSERT INTO webhook_deliveries (subscription_id, webhook_id, event, attempt, status, error, duration_ms)
-  SELECT id, $6, $7, $8, $9, $10, $11 FROM failed`;
+const statements = {
+  renew: prepare(
+    { id: param<string>(), holder: param<string>(), leaseMs: param<number>() },
+    (p) =>
+      kysely
+        .updateTable('webhook_subscriptions')
+        .set({ lease_until: inMs(p.leaseMs) })
+        .where('id', '=', p.id)
+        .where('lease_holder', '=', p.holder)
+        .where('state', '=', sql.lit('active'))
+        .returning((eb) => [
+          'url',
+          'events',
+          'secret',
+          eb
+            .case()
+            .when('previous_secret_until', '>', sql<Date>`now()`)
+            .then(eb.ref('previous_secret'))
+            .end()
+            .as('previous_secret'),
+          eb.cast<string>('position_txid', 'text').as('position_txid'),
+          eb.cast<string>('position_change_id', 'text').as('position_change_id'),
+          eb.cast<string>('horizon_txid', 'text').as('horizon_txid'),
+          eb.cast<string>('horizon_change_id', 'text').as('horizon_change_id'),
+          'triggers',
+          'failed_attempts',
+          sql<number>`greatest(0, ceil(extract(epoch FROM ${eb.ref('next_attempt_at')} - now()) * 1000))::int`.as(
+            'wait_ms',
+          ),
+        ]),
+    UNNAMED,
+  ),
+  take: prepare(
+    { holder: param<string>(), leaseMs: param<number>(), running: param<string[]>(), limit: param<number>() },
+    (p) =>
+      kysely
+        .updateTable('webhook_subscriptions')
+        .set({ lease_holder: p.holder, lease_until: inMs(p.leaseMs) })
+        .where('id', 'in', (eb) =>
+          eb
+            .selectFrom('webhook_subscriptions')
+            .select('id')
+            .where('state', '=', sql.lit('active'))
+            .where((eb) => eb.not(eb('id', '=', eb.fn.any(sql<string[]>`${p.running}::uuid[]`))))
+            .where((eb) =>
+              eb.or([
+                eb('lease_holder', 'is', NULL),
+                eb('lease_holder', '=', p.holder),
+                eb('lease_until', '<', sql<Date>`now()`),
+              ]),
+            )
+            .orderBy('lease_until', (order) => order.nullsFirst())
+            .limit(p.limit)
+            .forUpdate()
+            .skipLocked(),
+        )
+        .returning('id'),
+    UNNAMED,
+  ),
+  /**
+   * The position moves past the changes delivered (and those skipped among them), and the attempts
+   * that delivered them are recorded: one statement for a run of changes, only while the lease is
+   * still this instance's and the position is where this deliverer left it (an operator's replay
+   * moves it).
+   */
+  advance: prepare(
+    {
+      id: param<string>(),
+      holder: param<string>(),
+      txid: param<string>(),
+      changeId: param<string>(),
+      horizonTxid: param<string>(),
+      horizonChangeId: param<string>(),
+      triggers: param<string>(),
+      webhookIds: param<string[]>(),
+      events: param<string[]>(),
+      attempts: param<number[]>(),
+      statuses: param<number[]>(),
+      durations: param<number[]>(),
+      heldTxid: param<string>(),
+      heldChangeId: param<string>(),
+    },
+    (p) =>
+      kysely
+        .with('moved', (db) =>
+          db
+            .updateTable('webhook_subscriptions')
+            .set({
+              position_txid: bigint(p.txid),
+              position_change_id: bigint(p.changeId),
+              horizon_txid: bigint(p.horizonTxid),
+              horizon_change_id: bigint(p.horizonChangeId),
+              triggers: p.triggers,
+              failed_attempts: sql.lit(0),
+              next_attempt_at: NULL,
+            })
+            .where('id', '=', p.id)
+            .where('lease_holder', '=', p.holder)
+            .where((eb) =>
+              eb(
+                eb.refTuple('position_txid', 'position_change_id'),
+                '=',
+                eb.tuple(bigint(p.heldTxid), bigint(p.heldChangeId)),
+              ),
+            )
+            .returning('id'),
+        )
+        .with('recorded', (db) =>
+          db
+            .insertInto('webhook_deliveries')
+            .columns(['subscription_id', 'webhook_id', 'event', 'attempt', 'status', 'duration_ms'])
+            .expression((eb) =>
+              eb
+                .selectFrom([
+                  'moved',
+                  sql<{
+                    webhook_id: string;
+                    event: string;
+                    attempt: number;
+                    status: number;
+                    duration_ms: number;
+                  }>`unnest(
+                    ${p.webhookIds}::text[], ${p.events}::text[], ${p.attempts}::int[], ${p.statuses}::int[], ${p.durations}::int[]
+                  )`.as<'d'>(sql`d(webhook_id, event, attempt, status, duration_ms)`),
+                ])
+                .select(['moved.id', 'd.webhook_id', 'd.event', 'd.attempt', 'd.status', 'd.duration_ms']),
+            )
+            .returning(sql<number>`1`.as('one')),
+        )
+        .selectFrom('moved')
+        .select(sql<number>`count(*)::int`.as('moved')),
+    UNNAMED,
+  ),
+  /** A failed attempt recorded, and the next scheduled or the subscription disabled, under the same conditions. */
+  fail: prepare(
+    {
+      id: param<string>(),
+      holder: param<string>(),
+      waitMs: param<number>(),
+      disable: param<boolean>(),
+      reason: param<string>(),
+      webhookId: param<string>(),
+      event: param<string>(),
+      attempt: param<number>(),
+      status: param<number | null>(),
+      error: param<string>(),
+      durationMs: param<number>(),
+      heldTxid: param<string>(),
+      heldChangeId: param<string>(),
+    },
+    (p) =>
+      kysely
+        .with('failed', (db) =>
+          db
+            .updateTable('webhook_subscriptions')
+            .set((eb) => ({
+              failed_attempts: eb('failed_attempts', '+', sql.lit(1)),
+              next_attempt_at: inMs(p.waitMs),
+              state: eb.case().when(p.disable).then(sql.lit('disabled')).else(eb.ref('state')).end(),
+              reason: eb.case().when(p.disable).then(p.reason).else(eb.ref('reason')).end(),
+              lease_holder: eb.case().when(p.disable).then(NULL).else(eb.ref('lease_holder')).end(),
+            }))
+            .where('id', '=', p.id)
+            .where('lease_holder', '=', p.holder)
+            .where((eb) =>
+              eb(
+                eb.refTuple('position_txid', 'position_change_id'),
+                '=',
+                eb.tuple(bigint(p.heldTxid), bigint(p.heldChangeId)),
+              ),
+            )
+            .returning('id'),
+        )
+        .insertInto('webhook_deliveries')
+        .columns(['subscription_id', 'webhook_id', 'event', 'attempt', 'status', 'error', 'duration_ms'])
+        .expression((eb) =>
+          eb
+            .selectFrom('failed')
+            .select([
+              'id',
+              p.webhookId.as('webhook_id'),
+              p.event.as('event'),
+              p.attempt.as('attempt'),
+              p.status.as('status'),
+              p.error.as('error'),
+              p.durationMs.as('duration_ms'),
+            ]),
+        )
+        .returning('delivery_id'),
+    UNNAMED,
+  ),
+  behind: prepare(
+    { id: param<string>(), holder: param<string>(), reason: param<string>() },
+    (p) =>
+      kysely
+        .updateTable('webhook_subscriptions')
+        .set({ state: sql.lit('behind'), reason: p.reason, lease_holder: NULL })
+        .where('id', '=', p.id)
+        .where('lease_holder', '=', p.holder),
+    UNNAMED,
+  ),
+  release: prepare(
+    { id: param<string>(), holder: param<string>() },
+    (p) =>
+      kysely
+        .updateTable('webhook_subscriptions')
+        .set({ lease_holder: NULL, lease_until: NULL })
+        .where('id', '=', p.id)
+        .where('lease_holder', '=', p.holder),
+    UNNAMED,
+  ),
+  states: prepare({}, () => kysely.selectFrom('webhook_subscriptions').select(['id', 'state']), UNNAMED),
+  pruneAttempts: prepare(
+    { days: param<number>() },
+    (p) =>
+      kysely
+        .deleteFrom('webhook_deliveries')
+        .where('attempted_at', '<', sql<Date>`now() - make_interval(days => ${p.days})`),
+    UNNAMED,
+  ),
+};
 
-const BEHIND = `UPDATE webhook_subscriptions SET state = 'behind', reason = $3, lease_holder = NULL
-  WHERE id = $1 AND lease_holder = $2`;
-
-const RELEASE = `UPDATE webhook_subscriptions SET lease_holder = NULL, lease_until = NULL WHERE id = $1 AND lease_holder = $2`;
-
-const STATES = `SELECT id, state FROM webhook_subscriptions`;
-
-const PRUNE_ATTEMPTS = `DELETE FROM webhook_deliveries WHERE attempted_at < now() - make_interval(days => $1)`;
+type HeldRow = Awaited<ReturnType<typeof statements.renew.run>>[number];
 
 const message = (err: unknown) => (err instanceof Error ? err.message : String(err));
 
@@ -177,8 +347,8 @@ export function webhookDelivery(query: Query, { retryDelays, cursorOf, live, log
   const pause = (ms: number) => sleep(ms, undefined, { signal: stopping.signal }).catch(() => undefined);
 
   async function renew(id: string): Promise<Held | undefined> {
-    const { rows } = await query<HeldRow>(RENEW, [id, me, LEASE_MS]);
-    return rows[0] && heldOf(rows[0]);
+    const [row] = await statements.renew.run(query, { id, holder: me, leaseMs: LEASE_MS });
+    return row && heldOf(row);
   }
 
   /** What was delivered since the position last moved, to be recorded with its move. */
@@ -205,23 +375,23 @@ export function webhookDelivery(query: Query, { retryDelays, cursorOf, live, log
   async function advance(id: string, held: Held, run: Run, state: LogState): Promise<void> {
     if (run.last === undefined) return;
     const { position } = run.last.point;
-    const { rows } = await query<{ moved: number }>(ADVANCE, [
+    const [row] = await statements.advance.run(query, {
       id,
-      me,
-      position.txid,
-      position.changeId,
-      state.horizon.txid,
-      state.horizon.changeId,
-      state.triggers,
-      run.webhookIds,
-      run.events,
-      run.attempts,
-      run.statuses,
-      run.durations,
-      held.position.txid,
-      held.position.changeId,
-    ]);
-    if (rows[0]?.moved !== 1) throw new LeaseLost();
+      holder: me,
+      txid: position.txid,
+      changeId: position.changeId,
+      horizonTxid: state.horizon.txid,
+      horizonChangeId: state.horizon.changeId,
+      triggers: state.triggers,
+      webhookIds: run.webhookIds,
+      events: run.events,
+      attempts: run.attempts,
+      statuses: run.statuses,
+      durations: run.durations,
+      heldTxid: held.position.txid,
+      heldChangeId: held.position.changeId,
+    });
+    if (row?.moved !== 1) throw new LeaseLost();
     held.position = position;
     Object.assign(run, newRun());
   }
@@ -234,22 +404,22 @@ export function webhookDelivery(query: Query, { retryDelays, cursorOf, live, log
     const disable = number > retryDelays.length;
     const waitMs = disable ? 0 : Math.max(retryDelays[number - 1], retryAfterMs(outcome.retryAfter) ?? 0);
     const reason = `${number} attempts at ${webhookId} failed, the last: ${outcome.error ?? 'unknown'}`;
-    const { rowCount } = await query(FAIL, [
+    const recorded = await statements.fail.run(query, {
       id,
-      me,
+      holder: me,
       waitMs,
       disable,
       reason,
       webhookId,
-      eventOf(change),
-      number,
-      outcome.status ?? null,
-      (outcome.error ?? '').slice(0, 500),
+      event: eventOf(change),
+      attempt: number,
+      status: outcome.status ?? null,
+      error: (outcome.error ?? '').slice(0, 500),
       durationMs,
-      held.position.txid,
-      held.position.changeId,
-    ]);
-    if ((rowCount ?? 0) === 0) throw new LeaseLost();
+      heldTxid: held.position.txid,
+      heldChangeId: held.position.changeId,
+    });
+    if (recorded.length === 0) throw new LeaseLost();
     if (disable) {
       webhookSubscriptionsDisabled.inc();
       logger.warn(
@@ -282,7 +452,7 @@ export function webhookDelivery(query: Query, { retryDelays, cursorOf, live, log
       const reason = capture
         ? 'the change capture was switched off and on since its position: changes may be missing; replay --from a time'
         : 'the change log was pruned past its position (CHANGES_RETENTION_DAYS): changes may be missing; replay --from a time or cursor';
-      await query(BEHIND, [id, me, reason]);
+      await statements.behind.run(query, { id, holder: me, reason });
       logger.warn({ subscription: id, reason }, 'webhook subscription is behind the change log');
       throw new Stopped();
     }
@@ -345,8 +515,13 @@ export function webhookDelivery(query: Query, { retryDelays, cursorOf, live, log
   }
 
   async function scan(): Promise<void> {
-    const { rows } = await query<{ id: string }>(TAKE, [me, LEASE_MS, [...running.keys()], TAKE_AT_ONCE]);
-    for (const { id } of rows) {
+    const taken = await statements.take.run(query, {
+      holder: me,
+      leaseMs: LEASE_MS,
+      running: [...running.keys()],
+      limit: TAKE_AT_ONCE,
+    });
+    for (const { id } of taken) {
       if (running.has(id) || closed) continue;
       running.set(
         id,
@@ -354,9 +529,9 @@ export function webhookDelivery(query: Query, { retryDelays, cursorOf, live, log
       );
       followLive();
     }
-    const states = await query<{ id: string; state: string }>(STATES, []);
+    const states = await statements.states.run(query, {});
     webhookSubscriptionStates.reset();
-    for (const row of states.rows) webhookSubscriptionStates.set({ subscription: row.id, state: row.state }, 1);
+    for (const row of states) webhookSubscriptionStates.set({ subscription: row.id, state: row.state }, 1);
   }
 
   let scanning: Promise<void> | undefined;
@@ -376,7 +551,7 @@ export function webhookDelivery(query: Query, { retryDelays, cursorOf, live, log
   scanner.unref();
 
   const pruner = setInterval(() => {
-    query(PRUNE_ATTEMPTS, [ATTEMPTS_KEPT_DAYS]).catch(() => undefined);
+    statements.pruneAttempts.run(query, { days: ATTEMPTS_KEPT_DAYS }).catch(() => undefined);
   }, PRUNE_ATTEMPTS_EVERY_MS);
   pruner.unref();
 
@@ -432,7 +607,7 @@ export function webhookDelivery(query: Query, { retryDelays, cursorOf, live, log
       const ids = [...running.keys()];
       // An attempt in flight may wait for its receiver; whoever takes over sends it again.
       await withinTime(Promise.all(running.values()), CLOSE_MS);
-      await Promise.all(ids.map((id) => query(RELEASE, [id, me]).catch(() => undefined)));
+      await Promise.all(ids.map((id) => statements.release.run(query, { id, holder: me }).catch(() => undefined)));
     },
   };
 }

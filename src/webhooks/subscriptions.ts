@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
+import { sql } from 'kysely';
 import type { Query } from '../db/pool';
+import { bigint, kysely, NULL, param, prepare } from '../db/sql';
 import type { EventType } from './events';
 import { newSecret } from './events';
 
@@ -52,25 +54,202 @@ export interface Attempt {
 }
 
 /** The position after every change committed so far: where a new subscription starts. */
-const NOW = `pg_snapshot_xmin(pg_current_snapshot())::text::bigint - 1, 9223372036854775807`;
+const NOW_TXID = sql<string>`pg_snapshot_xmin(pg_current_snapshot())::text::bigint - 1`;
+const LAST_CHANGE_ID = sql.lit('9223372036854775807');
 
-const PRUNED_PAST = `(s.position_txid, s.position_change_id) < (p.horizon_txid, p.horizon_change_id)
-  AND (s.horizon_txid, s.horizon_change_id) < (p.horizon_txid, p.horizon_change_id)`;
+/** Run unnamed (`prepare`'s `named: false`): a command runs each statement once. */
+const UNNAMED = { named: false };
 
-interface SubscriptionRow {
-  id: string;
-  url: string;
-  events: string[];
-  state: string;
-  reason: string | null;
-  failed_attempts: number;
-  next_attempt_at: Date | null;
-  delivered_by: string | null;
-  pending: string;
-  pruned_past: boolean;
-  previous_secret_until: Date | null;
-  created_at: Date;
-}
+/** Active again, its failures forgotten. */
+const replayed = {
+  state: sql.lit('active'),
+  reason: NULL,
+  failed_attempts: sql.lit(0),
+  next_attempt_at: NULL,
+};
+
+const statements = {
+  add: prepare(
+    { id: param<string>(), url: param<string>(), events: param<string[]>(), secret: param<string>() },
+    (p) =>
+      kysely
+        .insertInto('webhook_subscriptions')
+        .columns([
+          'id',
+          'url',
+          'events',
+          'secret',
+          'position_txid',
+          'position_change_id',
+          'horizon_txid',
+          'horizon_change_id',
+        ])
+        .expression((eb) =>
+          eb
+            .selectFrom('bike_changes_pruning')
+            .select([
+              p.id.as('id'),
+              p.url.as('url'),
+              p.events.as('events'),
+              p.secret.as('secret'),
+              NOW_TXID.as('position_txid'),
+              LAST_CHANGE_ID.as('position_change_id'),
+              'horizon_txid',
+              'horizon_change_id',
+            ]),
+        ),
+    UNNAMED,
+  ),
+  list: prepare(
+    {},
+    () =>
+      kysely
+        .selectFrom(['webhook_subscriptions as s', 'bike_changes_pruning as p'])
+        .select((eb) => [
+          's.id',
+          's.url',
+          's.events',
+          's.state',
+          's.reason',
+          's.failed_attempts',
+          's.next_attempt_at',
+          eb
+            .case()
+            .when('s.lease_until', '>', sql<Date>`now()`)
+            .then(eb.ref('s.lease_holder'))
+            .end()
+            .as('delivered_by'),
+          // Changes of the log after its position, counted to 100,000 at most.
+          eb
+            .selectFrom(
+              eb
+                .selectFrom('bike_changes as c')
+                .where((eb) =>
+                  eb(eb.refTuple('c.txid', 'c.change_id'), '>', eb.refTuple('s.position_txid', 's.position_change_id')),
+                )
+                .limit(sql.lit(100_000))
+                .as('l'),
+            )
+            .select(eb.fn.countAll<string>().as('count'))
+            .as('pending'),
+          // Pruning has passed both its position and the horizon it was set at.
+          eb
+            .and([
+              eb(
+                eb.refTuple('s.position_txid', 's.position_change_id'),
+                '<',
+                eb.refTuple('p.horizon_txid', 'p.horizon_change_id'),
+              ),
+              eb(
+                eb.refTuple('s.horizon_txid', 's.horizon_change_id'),
+                '<',
+                eb.refTuple('p.horizon_txid', 'p.horizon_change_id'),
+              ),
+            ])
+            .$castTo<boolean>()
+            .as('pruned_past'),
+          eb
+            .case()
+            .when('s.previous_secret_until', '>', sql<Date>`now()`)
+            .then(eb.ref('s.previous_secret_until'))
+            .end()
+            .as('previous_secret_until'),
+          's.created_at',
+        ])
+        .orderBy('s.created_at')
+        .orderBy('s.id'),
+    UNNAMED,
+  ),
+  remove: prepare(
+    { id: param<string>() },
+    (p) => kysely.deleteFrom('webhook_subscriptions').where('id', '=', p.id).returning('id'),
+    UNNAMED,
+  ),
+  /** The secret before becomes the previous one, which signs beside the new one until `keepMs` from now. */
+  rotateSecret: prepare(
+    { id: param<string>(), secret: param<string>(), keepMs: param<number>() },
+    (p) =>
+      kysely
+        .updateTable('webhook_subscriptions')
+        .set((eb) => ({
+          previous_secret: eb.ref('secret'),
+          previous_secret_until: sql<Date>`now() + ${p.keepMs} * interval '1 millisecond'`,
+          secret: p.secret,
+        }))
+        .where('id', '=', p.id)
+        .returning((eb) => ['url', 'events', eb.ref('previous_secret_until').$notNull().as('previous_secret_until')]),
+    UNNAMED,
+  ),
+  deliveries: prepare(
+    { id: param<string>(), limit: param<number>() },
+    (p) =>
+      kysely
+        .selectFrom('webhook_deliveries')
+        .select(['webhook_id', 'event', 'attempt', 'status', 'error', 'attempted_at', 'duration_ms'])
+        .where('subscription_id', '=', p.id)
+        .orderBy('delivery_id', 'desc')
+        .limit(p.limit),
+    UNNAMED,
+  ),
+  /** Active again from where it stands: the first change it has not had. */
+  replay: prepare(
+    { id: param<string>() },
+    (p) =>
+      kysely
+        .updateTable('webhook_subscriptions as s')
+        .from('bike_changes_pruning as p')
+        .set(replayed)
+        .where('s.id', '=', p.id)
+        .returning('s.id'),
+    UNNAMED,
+  ),
+  /** Active again from a position, with the horizon it was read at (null: where pruning stands now). */
+  replayFrom: prepare(
+    {
+      id: param<string>(),
+      txid: param<string>(),
+      changeId: param<string>(),
+      horizonTxid: param<string | null>(),
+      horizonChangeId: param<string | null>(),
+    },
+    (p) =>
+      kysely
+        .updateTable('webhook_subscriptions as s')
+        .from('bike_changes_pruning as p')
+        .set((eb) => ({
+          ...replayed,
+          position_txid: bigint(p.txid),
+          position_change_id: bigint(p.changeId),
+          horizon_txid: eb.fn.coalesce(bigint(p.horizonTxid), eb.ref('p.horizon_txid')),
+          horizon_change_id: eb.fn.coalesce(bigint(p.horizonChangeId), eb.ref('p.horizon_change_id')),
+          triggers: NULL,
+        }))
+        .where('s.id', '=', p.id)
+        .returning('s.id'),
+    UNNAMED,
+  ),
+  /** The position just before the first change the log keeps that was written at or after `time`. */
+  positionAt: prepare(
+    { time: param<Date>() },
+    (p) =>
+      kysely
+        .selectFrom('bike_changes')
+        .select((eb) => [
+          eb.cast<string>('txid', 'text').as('txid'),
+          eb.cast<string>(eb('change_id', '-', sql<string>`1`), 'text').as('change_id'),
+        ])
+        .where('changed_at', '>=', p.time)
+        .orderBy('txid')
+        .orderBy('change_id')
+        .limit(sql.lit(1)),
+    UNNAMED,
+  ),
+  positionNow: prepare(
+    {},
+    () => kysely.selectNoFrom([sql<string>`(${NOW_TXID})::text`.as('txid'), LAST_CHANGE_ID.as('change_id')]),
+    UNNAMED,
+  ),
+};
 
 export function subscriptions(query: Query) {
   return {
@@ -78,28 +257,12 @@ export function subscriptions(query: Query) {
     async add(url: string, events: EventType[]): Promise<NewSubscription> {
       const id = randomUUID();
       const secret = newSecret();
-      await query(
-        `INSERT INTO webhook_subscriptions
-           (id, url, events, secret, position_txid, position_change_id, horizon_txid, horizon_change_id)
-         SELECT $1, $2, $3, $4, ${NOW}, horizon_txid, horizon_change_id FROM bike_changes_pruning`,
-        [id, url, events, secret],
-      );
+      await statements.add.run(query, { id, url, events, secret });
       return { id, url, events, secret };
     },
 
     async list(): Promise<Subscription[]> {
-      const { rows } = await query<SubscriptionRow>(
-        `SELECT s.id, s.url, s.events, s.state, s.reason, s.failed_attempts, s.next_attempt_at,
-                CASE WHEN s.lease_until > now() THEN s.lease_holder END AS delivered_by,
-                (SELECT count(*) FROM (SELECT FROM bike_changes c
-                   WHERE (c.txid, c.change_id) > (s.position_txid, s.position_change_id) LIMIT 100000) l) AS pending,
-                ${PRUNED_PAST} AS pruned_past,
-                CASE WHEN s.previous_secret_until > now() THEN s.previous_secret_until END AS previous_secret_until,
-                s.created_at
-           FROM webhook_subscriptions s, bike_changes_pruning p
-          ORDER BY s.created_at, s.id`,
-        [],
-      );
+      const rows = await statements.list.run(query, {});
       return rows.map((row) => ({
         id: row.id,
         url: row.url,
@@ -118,7 +281,7 @@ export function subscriptions(query: Query) {
 
     /** Whether there was one to remove. */
     async remove(id: string): Promise<boolean> {
-      return ((await query(`DELETE FROM webhook_subscriptions WHERE id = $1`, [id])).rowCount ?? 0) > 0;
+      return (await statements.remove.run(query, { id })).length > 0;
     },
 
     /** A new secret; the one it replaces signs beside it for `keepMs` more. Undefined: no such subscription. */
@@ -127,32 +290,21 @@ export function subscriptions(query: Query) {
       keepMs: number,
     ): Promise<(NewSubscription & { previousSecretUntil: Date }) | undefined> {
       const secret = newSecret();
-      const { rows } = await query<{ url: string; events: EventType[]; previous_secret_until: Date }>(
-        `UPDATE webhook_subscriptions
-            SET previous_secret = secret, previous_secret_until = now() + $3 * interval '1 millisecond', secret = $2
-          WHERE id = $1
-         RETURNING url, events, previous_secret_until`,
-        [id, secret, keepMs],
+      const [row] = await statements.rotateSecret.run(query, { id, secret, keepMs });
+      return (
+        row && {
+          id,
+          url: row.url,
+          events: row.events as EventType[],
+          secret,
+          previousSecretUntil: row.previous_secret_until,
+        }
       );
-      const [row] = rows;
-      return row && { id, url: row.url, events: row.events, secret, previousSecretUntil: row.previous_secret_until };
     },
 
     /** The latest `limit` attempts, latest first. */
     async deliveries(id: string, limit: number): Promise<Attempt[]> {
-      const { rows } = await query<{
-        webhook_id: string;
-        event: string;
-        attempt: number;
-        status: number | null;
-        error: string | null;
-        attempted_at: Date;
-        duration_ms: number;
-      }>(
-        `SELECT webhook_id, event, attempt, status, error, attempted_at, duration_ms FROM webhook_deliveries
-          WHERE subscription_id = $1 ORDER BY delivery_id DESC LIMIT $2`,
-        [id, limit],
-      );
+      const rows = await statements.deliveries.run(query, { id, limit });
       return rows.map((row) => ({
         webhookId: row.webhook_id,
         event: row.event,
@@ -170,41 +322,28 @@ export function subscriptions(query: Query) {
      * or where pruning stands now, for a time). Whether there was one.
      */
     async replay(id: string, from?: { txid: string; changeId: string; horizon?: { txid: string; changeId: string } }) {
-      const moved = from
-        ? `, position_txid = $2::bigint, position_change_id = $3::bigint,
-             horizon_txid = coalesce($4::bigint, p.horizon_txid), horizon_change_id = coalesce($5::bigint, p.horizon_change_id),
-             triggers = NULL`
-        : '';
-      const values = from
-        ? [id, from.txid, from.changeId, from.horizon?.txid ?? null, from.horizon?.changeId ?? null]
-        : [id];
-      const { rowCount } = await query(
-        `UPDATE webhook_subscriptions s
-            SET state = 'active', reason = NULL, failed_attempts = 0, next_attempt_at = NULL${moved}
-           FROM bike_changes_pruning p
-          WHERE s.id = $1`,
-        values,
-      );
-      return (rowCount ?? 0) > 0;
+      const replayed = from
+        ? await statements.replayFrom.run(query, {
+            id,
+            txid: from.txid,
+            changeId: from.changeId,
+            horizonTxid: from.horizon?.txid ?? null,
+            horizonChangeId: from.horizon?.changeId ?? null,
+          })
+        : await statements.replay.run(query, { id });
+      return replayed.length > 0;
     },
 
     /** The position just before the first change the log keeps that was written at or after `time`; undefined: none. */
     async positionAt(time: Date): Promise<{ txid: string; changeId: string } | undefined> {
-      const { rows } = await query<{ txid: string; change_id: string }>(
-        `SELECT txid::text, (change_id - 1)::text AS change_id FROM bike_changes
-          WHERE changed_at >= $1 ORDER BY txid, change_id LIMIT 1`,
-        [time],
-      );
-      return rows[0] && { txid: rows[0].txid, changeId: rows[0].change_id };
+      const [row] = await statements.positionAt.run(query, { time });
+      return row && { txid: row.txid, changeId: row.change_id };
     },
 
     /** The position after every change committed so far. */
     async positionNow(): Promise<{ txid: string; changeId: string }> {
-      const { rows } = await query<{ txid: string; change_id: string }>(
-        `SELECT (pg_snapshot_xmin(pg_current_snapshot())::text::bigint - 1)::text AS txid, '9223372036854775807' AS change_id`,
-        [],
-      );
-      return { txid: rows[0].txid, changeId: rows[0].change_id };
+      const [row] = await statements.positionNow.run(query, {});
+      return { txid: row.txid, changeId: row.change_id };
     },
   };
 }
