@@ -235,21 +235,32 @@ function passes(dir, check) {
   return { ok: result.status === 0, tail: output.trim().split('\n').slice(-15).join('\n') };
 }
 
-/** A fresh clone of HEAD with every step taken but as `without` says (a step false: left out; options: taken so). */
+/**
+ * A fresh clone of HEAD with every step taken but as `without` says (a step false: left out;
+ * options: taken so). `failed`: the step whose own command failed (`npm run client:build`
+ * compiles the service first), which catches the omission as surely as a check: the steps after
+ * it are taken all the same.
+ */
 function scratch(base, without = {}) {
   const dir = fs.mkdtempSync(path.join(base, 'clone-'));
   run(ROOT, 'git', ['clone', '--quiet', '--no-hardlinks', ROOT, dir]);
   fs.symlinkSync(path.join(ROOT, 'node_modules'), path.join(dir, 'node_modules'));
+  let failed;
   for (const step of GUIDE_STEPS) {
     const how = without[step];
     if (how === false) continue;
     // The Kysely and Prisma types, as `npm run postinstall` writes them, before the client is built.
     if (step === 'client') run(dir, 'npm', ['run', '--silent', 'postinstall']);
-    STEPS[step](dir, typeof how === 'object' ? how : undefined);
+    try {
+      STEPS[step](dir, typeof how === 'object' ? how : undefined);
+    } catch (err) {
+      if (!err.status) throw err;
+      failed = step;
+    }
     if (step === 'definition' && without.nullable) STEPS.nullable(dir);
   }
   if (without.client === false) run(dir, 'npm', ['run', '--silent', 'postinstall']);
-  return dir;
+  return { dir, failed };
 }
 
 function main() {
@@ -262,7 +273,12 @@ function main() {
   const base = fs.mkdtempSync(path.join(os.tmpdir(), 'bike-catalog-drill-'));
   let failed = false;
   try {
-    const full = scratch(base);
+    const { dir: full, failed: failedStep } = scratch(base);
+    if (failedStep) {
+      console.log(`RED    every step taken: the step ${failedStep} failed`);
+      failed = true;
+      return;
+    }
     const green = [
       'typecheck',
       [
@@ -285,9 +301,11 @@ function main() {
     if (failed) return;
     for (const { row, without, checks } of OMISSIONS) {
       if (only && !only.some((name) => row.includes(name))) continue;
-      const dir = scratch(base, without);
-      const caught = checks.filter((check) => !passes(dir, check).ok);
-      console.log(`${caught.length > 0 ? 'caught' : 'MISSED'}  left out: ${row}  (${checks.join(', ')})`);
+      const { dir, failed: failedStep } = scratch(base, without);
+      const caught = failedStep ? [`the step ${failedStep}`] : checks.filter((check) => !passes(dir, check).ok);
+      console.log(
+        `${caught.length > 0 ? 'caught' : 'MISSED'}  left out: ${row}  (${caught.length > 0 ? caught.join(', ') : checks.join(', ')})`,
+      );
       if (caught.length === 0) failed = true;
       if (!keep) fs.rmSync(dir, { recursive: true, force: true });
     }
