@@ -2,6 +2,8 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { get_dmmf } from '@prisma/prisma-schema-wasm';
 import { Client } from 'pg';
+import { bike } from '../src/bikes/bike';
+import { FIELDS, fieldsOf } from '../src/bikes/fields';
 import { createTestDatabase } from './support/databases';
 
 /**
@@ -148,6 +150,18 @@ describe('the database schema', () => {
       expect([...rows].sort(byName)).toEqual(expected.sort(byName));
     });
   }
+
+  it('lets a column of bikes hold null exactly where its field of the bike may be null (the definition says)', async () => {
+    const { rows } = await db.query<{ column_name: string; is_nullable: string }>(
+      `SELECT column_name, is_nullable FROM information_schema.columns
+        WHERE table_schema = 'public' AND table_name = 'bikes'`,
+    );
+    const nullableColumns = new Set(rows.filter((row) => row.is_nullable === 'YES').map((row) => row.column_name));
+    const fields = fieldsOf(bike, FIELDS);
+    expect(fields.map(({ name, column }) => [name, nullableColumns.has(column)])).toEqual(
+      fields.map(({ name, nullable }) => [name, nullable]),
+    );
+  });
 
   it('has the extensions that schema.prisma declares', async () => {
     const declared = (/extensions\s*=\s*\[([^\]]*)\]/.exec(schemaText)?.[1] ?? '').split(',').map((e) => e.trim());
