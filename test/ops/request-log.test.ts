@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { client, newBike } from '../support/bikes';
+import { tampered } from '../support/tamper';
 import { createTestDatabase } from '../support/databases';
 import { spawnService, type ServiceProcess } from '../support/process';
 import { waitFor } from '../support/wait';
@@ -76,10 +77,10 @@ describe('the request log of the running service (node dist/server.js)', () => {
     const replacedId = odd.headers.get('x-request-id') as string;
     expect(replacedId).toMatch(UUID);
 
-    const tampered = `${token.slice(0, -4)}AAAA`;
+    const forged = tampered(token);
     const refused = await api.request('PATCH', `/bikes/${bike.id}`, {
       body: { totalInventory: 1 },
-      token: tampered,
+      token: forged,
       headers: { 'x-request-id': 'client-id-3' },
     });
     expect(refused.status).toBe(403);
@@ -104,7 +105,7 @@ describe('the request log of the running service (node dist/server.js)', () => {
     // Every line is JSON, and none carries a credential in any form.
     const output = service.output();
     const databasePassword = decodeURIComponent(new URL(databaseUrl).password);
-    for (const secret of [token, tampered, token.split('.')[2], jwtSecret, databasePassword].filter(Boolean)) {
+    for (const secret of [token, forged, token.split('.')[2], jwtSecret, databasePassword].filter(Boolean)) {
       expect(output.includes(secret)).toBe(false);
     }
     expect(output).not.toMatch(/bearer/i);
