@@ -10,7 +10,7 @@
  */
 
 const { Client } = require('pg');
-const { f0, f2, verdict } = require('./support');
+const { cpuMicros, f0, f2, verdict } = require('./support');
 
 const TARGETS = { p95Ms: 50, createsWithIndex: 0.9, searchOfBaseline: 0.75 };
 
@@ -75,19 +75,23 @@ async function createRate(baseUrl, token, ms, connections, bikeBody) {
   return made / (ms / 1000);
 }
 
-/** Requests a second for `ms` milliseconds, by `connections` loops of GET `paths` in turn. */
-async function readRate(baseUrl, paths, ms, connections) {
+/**
+ * Requests a second for `ms` milliseconds, by `connections` loops of GET `paths` in turn, and the
+ * CPU time the server's process spent per request answered (µs).
+ */
+async function readRate(server, paths, ms, connections) {
   let answered = 0;
+  const cpuBefore = cpuMicros(server.pid);
   const until = Date.now() + ms;
   const loop = async (c) => {
     for (let i = c; Date.now() < until; i++) {
-      const res = await fetch(`${baseUrl}${paths[i % paths.length]}`);
+      const res = await fetch(`${server.baseUrl}${paths[i % paths.length]}`);
       await res.arrayBuffer();
       if (res.status === 200) answered++;
     }
   };
   await Promise.all(Array.from({ length: connections }, (_, c) => loop(c)));
-  return answered / (ms / 1000);
+  return { rate: answered / (ms / 1000), cpu: (cpuMicros(server.pid) - cpuBefore) / answered };
 }
 
 /** Whether the service and the baseline answer every search with the same bytes. */
@@ -148,7 +152,7 @@ async function measureStorefront({
     for (const name of order) {
       log(`storefront: search pages on ${name}, round ${round + 1} of ${rounds}`);
       const server = name === 'service' ? service : baseline;
-      throughput[name].push(await readRate(server.baseUrl, BASELINE_SEARCHES, duration * 1000, readConnections));
+      throughput[name].push(await readRate(server, BASELINE_SEARCHES, duration * 1000, readConnections));
     }
   }
   const admin = new Client({ connectionString: adminUrl });
@@ -183,7 +187,9 @@ const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.l
 function storefrontReport({ search, facets, creates, throughput }) {
   const ratios = creates.with.map((rate, i) => rate / creates.without[i]);
   const ratio = median(ratios);
-  const searchRatios = throughput.service.map((rate, i) => rate / throughput.baseline[i]);
+  const searchRatios = throughput.service.map(({ rate }, i) => rate / throughput.baseline[i].rate);
+  const rates = (turns) => turns.map(({ rate }) => f0(rate)).join(', ');
+  const cpu = (turns) => f0(median(turns.map((turn) => turn.cpu)));
   const searchRatio = median(searchRatios);
   return [
     `search page (GET /bikes?q=, ${search.n} requests one at a time): p50 ${f2(search.p50)} ms, p95 ${f2(search.p95)} ms`,
@@ -196,11 +202,11 @@ function storefrontReport({ search, facets, creates, throughput }) {
     `goal: creates with the indexes >= ${TARGETS.createsWithIndex} of without: ${ratios.map(f2).join(', ')}: ${verdict(
       ratio >= TARGETS.createsWithIndex,
     )}`,
-    `search pages by relevance (${BASELINE_SEARCHES.length} searches in turn, ${throughput.connections} connections), req/s: service ${throughput.service
-      .map(f0)
-      .join(', ')}; node:http + pg with the same statement ${throughput.baseline.map(f0).join(', ')}; same bytes: ${
-      throughput.same ? 'yes' : 'NO'
-    }`,
+    `search pages by relevance (${BASELINE_SEARCHES.length} searches in turn, ${throughput.connections} connections), req/s: service ${rates(throughput.service)} (CPU ${cpu(
+      throughput.service,
+    )} µs/request); node:http + pg with the same statement ${rates(throughput.baseline)} (CPU ${cpu(
+      throughput.baseline,
+    )} µs/request); same bytes: ${throughput.same ? 'yes' : 'NO'}`,
     `goal: search page throughput >= ${TARGETS.searchOfBaseline} of node:http + pg with the same SQL: ${searchRatios
       .map(f2)
       .join(', ')}: ${verdict(throughput.same && searchRatio >= TARGETS.searchOfBaseline)}`,
