@@ -1,19 +1,13 @@
 import Koa from 'koa';
-import { API_ROUTES, apiRouter } from './api';
+import { API_ROUTES, type ApiDeps, apiRouter } from './api';
 import { apiDocument } from './api/document';
-import type { ApiKeyLookup } from './auth/api-keys';
-import type { Tokens } from './auth/tokens';
-import type { BikeRepository } from './bikes/repository';
 import { isDatabaseUnavailable } from './db/errors';
 import type { Readiness } from './db/readiness';
-import type { LiveFeed } from './feed/live';
 import { cors } from './http/cors';
-import type { Cursors } from './http/cursors';
 import { docsRouter } from './http/docs-router';
 import { coalesced, errorHandler } from './http/errors';
 import { HEARTBEAT_MS } from './http/event-stream';
 import { healthRouter, metricsRouter } from './http/health-router';
-import type { AbuseLimits } from './http/limits';
 import { methodNotAllowed } from './http/method-not-allowed';
 import { representation } from './http/representation';
 import { requestLog } from './http/request-log';
@@ -21,33 +15,17 @@ import { requestMetrics } from './http/request-metrics';
 import { corsHeadersOf } from './http/route';
 import type { Logger } from './logger';
 
-export interface AppDeps {
-  /** Reads may come from a replica. */
-  bikes: BikeRepository;
-  /** Reads from the primary, for a client that must read its own writes. */
-  bikesOnPrimary: BikeRepository;
-  /** This catalog's identity as it is now (catalog-identity.ts), part of every ETag and cursor. */
-  catalogIdentity: () => string;
-  /** Seals and opens the cursors the service gives out (cursors.ts). */
-  cursors: Cursors;
-  tokens: Tokens;
-  /** The API keys a tool trades for a token (POST /api/user; docs/reference/callers.md#api-keys). */
-  keys: ApiKeyLookup;
+/** The API's parts (ApiDeps, declared there), and what the app around it needs. */
+export interface AppDeps extends Omit<ApiDeps, 'heartbeatMs'> {
   logger: Logger;
   /** GET /readyz answers with this. */
   readiness: () => Promise<Readiness>;
   /** CORS_ORIGIN: CORS is off when unset. */
   corsOrigin?: string;
-  /** The abuse limits (docs/reference/callers.md#abuse-limits). */
-  limits: AbuseLimits;
   /** TRUST_PROXY: how many proxies in front append to X-Forwarded-For (0: the peer is the client). */
   trustedProxies?: number;
   /** False when METRICS_PORT serves /metrics on a listener of its own (metricsApp). */
   servesMetrics?: boolean;
-  /** The changes as they commit, for event streams (docs/reference/browse-and-sync.md#live-updates). */
-  live: LiveFeed;
-  /** MAX_EVENT_STREAMS: event streams this instance keeps open at once. */
-  maxEventStreams: number;
   /** How often an event stream gets a comment (HEARTBEAT_MS; tests shorten it). */
   heartbeatMs?: number;
 }
@@ -68,21 +46,13 @@ const CONNECTION_LOST = new Set([
 
 /** The Koa application, without listening: the server entry and the tests both build it here. */
 export function createApp({
-  bikes,
-  bikesOnPrimary,
-  catalogIdentity,
-  cursors,
-  tokens,
-  keys,
   logger,
   readiness,
   corsOrigin,
-  limits,
   trustedProxies = 0,
   servesMetrics = true,
-  live,
-  maxEventStreams,
   heartbeatMs = HEARTBEAT_MS,
+  ...api
 }: AppDeps): Koa {
   // The client (ctx.ip) is the entry the outermost of our proxies appended to X-Forwarded-For:
   // the entries before it are whatever the client sent (docs/reference/callers.md#trusted-proxies).
@@ -119,18 +89,7 @@ export function createApp({
   app.use(errorHandler(logger));
   app.use(methodNotAllowed());
   const routers = [
-    apiRouter({
-      bikes,
-      bikesOnPrimary,
-      catalogIdentity,
-      cursors,
-      tokens,
-      keys,
-      limits,
-      live,
-      maxEventStreams,
-      heartbeatMs,
-    }),
+    apiRouter({ ...api, heartbeatMs }),
     healthRouter(readiness),
     ...(servesMetrics ? [metricsRouter()] : []),
     docsRouter(apiDocument),

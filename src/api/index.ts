@@ -47,14 +47,18 @@ export interface ApiDeps {
   bikesOnPrimary: BikeRepository;
   /** This catalog's identity as it is now (catalog-identity.ts), part of every ETag and cursor. */
   catalogIdentity: () => string;
+  /** Seals and opens the cursors the service gives out (cursors.ts). */
   cursors: Cursors;
   tokens: Tokens;
-  /** The API keys a tool trades for a token (POST /api/user). */
+  /** The API keys a tool trades for a token (POST /api/user; docs/reference/callers.md#api-keys). */
   keys: ApiKeyLookup;
+  /** The abuse limits (docs/reference/callers.md#abuse-limits). */
   limits: AbuseLimits;
+  /** The changes as they commit, for event streams (docs/reference/browse-and-sync.md#live-updates). */
   live: LiveFeed;
   /** MAX_EVENT_STREAMS: event streams this instance keeps open at once. */
   maxEventStreams: number;
+  /** How often an event stream gets a comment (HEARTBEAT_MS). */
   heartbeatMs: number;
 }
 
