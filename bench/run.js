@@ -54,7 +54,7 @@ const { liveReport, measureLive } = require('./live');
 const { measureWebhooks, webhooksReport } = require('./webhooks');
 const { measureParts } = require('./parts');
 const { seedBikes } = require('./seed');
-const { measureStorefront, storefrontReport } = require('./storefront');
+const { measureStorefrontCreates, measureStorefrontReads, storefrontReport } = require('./storefront');
 const { measureTriggersThroughService, measureWrites, triggersReport, writesReport } = require('./writes');
 const {
   bikeBody,
@@ -896,21 +896,23 @@ async function measureAndReport(pg, workDir, samples, durability, setVersionTrig
     }
     const [service, baseline] = servers;
     const { token } = await (await fetch(`${service.baseUrl}/api/user`, { method: 'POST' })).json();
+    const storefrontSetting = {
+      service,
+      baseline,
+      token,
+      adminUrl: pg.adminUrl,
+      rounds: ROUNDS,
+      duration: DURATION,
+      connections: Number(args['write-connections']),
+      readConnections: Number(args.connections),
+      backendPid,
+      bikeBody,
+      log,
+    };
+    // Its reads first, on the catalog as seeded (measureStorefrontReads).
+    const storefrontReads = args.writes ? undefined : await measureStorefrontReads(storefrontSetting);
     const storefrontOf = async () =>
-      storefrontReport(
-        await measureStorefront({
-          service,
-          baseline,
-          token,
-          adminUrl: pg.adminUrl,
-          rounds: ROUNDS,
-          duration: DURATION,
-          connections: Number(args['write-connections']),
-          readConnections: Number(args.connections),
-          bikeBody,
-          log,
-        }),
-      );
+      storefrontReport(storefrontReads, await measureStorefrontCreates(storefrontSetting));
     if (args.storefront) {
       console.log(['', "## A shop's storefront", '', ...(await storefrontOf())].join('\n'));
       return;
