@@ -1,4 +1,5 @@
 import { Client } from 'pg';
+import type { Bike } from '../src/bikes/bike';
 import { countBikes } from './resilience/support/postgres';
 import { client, newBike } from './support/bikes';
 import { startTestService, type TestService } from './support/service';
@@ -52,6 +53,49 @@ describe('a write while another session holds a lock on the catalog', () => {
     await holder.query('COMMIT');
     const statuses = await sent;
     expect(statuses.filter((status) => status !== 200)).toEqual([]);
+  });
+
+  it("when its transaction and a PATCH deadlock and PostgreSQL rolls the PATCH back (40P01), the PATCH runs again and answers 200 once the holder commits: the deadlock was the holder's, not the client's", async () => {
+    const api = client(svc.baseUrl, await svc.token());
+    const bike = await api.create(newBike({ totalInventory: 1 }));
+    // The PATCH's session is the one that finds the deadlock (1 s after it began to wait) as long as
+    // the holder's own check comes later; should the holder's come first all the same (a machine
+    // that stalled the holder over a second), the holder is rolled back instead and the round is
+    // tried again: only a round whose PATCH was rolled back shows the run again.
+    for (let round = 1; ; round++) {
+      await holder.query(`SET LOCAL deadlock_timeout = '10s'`);
+      // Every catalog version slot, which a write's trigger takes after its row...
+      await holder.query('SELECT slot FROM catalog_version_slots FOR UPDATE');
+      const patched = api.request('PATCH', `/bikes/${bike.id}`, { body: { totalInventory: 7 } });
+      await waitFor('the PATCH to wait for a slot', async () => {
+        const { rows } = await holder.query(
+          `SELECT pid FROM pg_stat_activity
+            WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()`,
+        );
+        return rows.length > 0 ? true : undefined;
+      });
+      // ...then the row the PATCH holds: each waits for the other.
+      const holderRolledBack = await holder
+        .query('UPDATE bikes SET total_inventory = total_inventory + 1 WHERE id = $1', [bike.id])
+        .then(
+          () => false,
+          (err: { code?: string }) => {
+            if (err.code !== '40P01') throw err;
+            return true;
+          },
+        );
+      await holder.query(holderRolledBack ? 'ROLLBACK' : 'COMMIT');
+      const res = await patched;
+      expect(res.status).toBe(200);
+      if (!holderRolledBack || round === 5) {
+        expect({ holderRolledBack, totalInventory: ((await res.json()) as Bike).totalInventory }).toEqual({
+          holderRolledBack: false,
+          totalInventory: 7,
+        });
+        break;
+      }
+      await holder.query('BEGIN');
+    }
   });
 
   it('when it holds the table itself, the create answers 503 with Retry-After, and the bike never appears', async () => {

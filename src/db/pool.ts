@@ -481,13 +481,24 @@ function reportedByServer(err: unknown): boolean {
 }
 
 /**
+ * A deadlock (40P01) or a serialization failure (40001): PostgreSQL rolled the statement back
+ * because of another transaction, not of anything the statement holds, and the same statement
+ * run again may well pass (docs/reference/requests-and-answers.md#what-a-5xx-on-a-write-means).
+ */
+const RUN_AGAIN = new Set(['40P01', '40001']);
+
+/** How many times a write statement runs at most, while each run ends in RUN_AGAIN. */
+const MAX_RUNS = 3;
+
+/**
  * Runs one write statement (its own transaction) on the pool and says truthfully what a failure
  * means: one before the statement was sent (no connection to be had, the server down) or one
- * PostgreSQL reported is rethrown as it is (nothing was written); a connection lost while the
- * statement ran is a WriteOutcomeUnknown.
+ * PostgreSQL reported is rethrown as it is (nothing was written), after the statement was run
+ * again up to MAX_RUNS in all when it was rolled back for another transaction (RUN_AGAIN); a
+ * connection lost while the statement ran is a WriteOutcomeUnknown.
  */
 export function writeOn(pool: ServicePool): Query {
-  return async <Row extends QueryResultRow>(text: string, values: unknown[], name?: string) => {
+  const runOnce = async <Row extends QueryResultRow>(text: string, values: unknown[], name?: string) => {
     const client = await acquire(pool);
     try {
       const result = await queryOnClient(client)<Row>(text, values, name);
@@ -501,6 +512,15 @@ export function writeOn(pool: ServicePool): Query {
       // A connection in an unknown state does not go back to the pool.
       client.release(true);
       throw new WriteOutcomeUnknown('the connection was lost while a write ran', { cause: err });
+    }
+  };
+  return async <Row extends QueryResultRow>(text: string, values: unknown[], name?: string) => {
+    for (let run = 1; ; run++) {
+      try {
+        return await runOnce<Row>(text, values, name);
+      } catch (err) {
+        if (run === MAX_RUNS || !(err instanceof DatabaseError && RUN_AGAIN.has(err.code ?? ''))) throw err;
+      }
     }
   };
 }
