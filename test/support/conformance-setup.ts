@@ -1,6 +1,7 @@
 import fs from 'node:fs';
 import http from 'node:http';
 import path from 'node:path';
+import { apiDocument } from '../../src/api/document';
 import { judge, type Judgement, type OpenApiDocument } from './conformance';
 import { tapExchanges, type TappedExchange, untapped } from './exchanges';
 
@@ -26,9 +27,13 @@ const documents = new Map<string, Promise<OpenApiDocument | undefined>>();
 /** One object per distinct document, so its schemas are compiled once. */
 const distinct = new Map<string, OpenApiDocument>();
 
-/** The document this code builds, for a server that no longer answers. */
-async function builtDocument(): Promise<OpenApiDocument> {
-  const { apiDocument } = await import('../../src/api/document');
+/**
+ * The document this code builds, for a server that no longer answers. Its module is imported with
+ * this file, not when a server is found gone: that may be as late as the file's teardown (a
+ * server that first answered in an afterAll), when Jest imports nothing more, and the judging
+ * then failed on an empty module ("apiDocument is not a function").
+ */
+function builtDocument(): OpenApiDocument {
   return apiDocument() as unknown as OpenApiDocument;
 }
 
