@@ -247,7 +247,11 @@ describe('the tap, on the real service', () => {
       await relay.close();
       await svc.stop();
     }
-    const tapped = tap.stop();
+    // The conformance check (conformance-setup.ts) asks each server for its document, untapped by
+    // its own file's taps; one of another file in this worker (each file has its own module
+    // instances, the socket channel is the process's) can come while this tap runs: not a client
+    // of this test's, so not among what it must see.
+    const tapped = tap.stop().filter(({ request }) => request.target !== '/openapi.json');
     const seen = tapped.map(({ request, status, label }) => `${request.method} ${request.target} ${status} (${label})`);
     expect(seen.sort()).toEqual(
       [
