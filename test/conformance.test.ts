@@ -247,10 +247,10 @@ describe('the tap, on the real service', () => {
       await relay.close();
       await svc.stop();
     }
-    // The conformance check (conformance-setup.ts) asks each server for its document, untapped by
-    // its own file's taps; one of another file in this worker (each file has its own module
-    // instances, the socket channel is the process's) can come while this tap runs: not a client
-    // of this test's, so not among what it must see.
+    // The conformance check (conformance-setup.ts) asks each server for its document, outside
+    // every tap (untapped); in one fresh clone's full run this tap saw six such requests all the
+    // same, for a reason not found yet (never in a run of this file alone, loaded or not). They
+    // are the check's, not a client's of this test, so not among what it must see.
     const tapped = tap.stop().filter(({ request }) => request.target !== '/openapi.json');
     const seen = tapped.map(({ request, status, label }) => `${request.method} ${request.target} ${status} (${label})`);
     expect(seen.sort()).toEqual(
