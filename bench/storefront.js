@@ -10,7 +10,7 @@
  */
 
 const { Client } = require('pg');
-const { cpuMicros, f0, f2, postgresCpuMicros, verdict } = require('./support');
+const { cpuMicros, f0, f2, median, postgresCpuMicros, verdict } = require('./support');
 
 const TARGETS = { p95Ms: 50, createsWithIndex: 0.9, searchOfBaseline: 0.75 };
 
@@ -197,8 +197,6 @@ async function measureStorefrontCreates({ service, token, adminUrl, rounds, dura
   }
   return creates;
 }
-
-const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
 
 /** The lines of what measureStorefrontReads and measureStorefrontCreates measured, and the goals met or missed. */
 function storefrontReport({ search, facets, throughput }, creates) {
