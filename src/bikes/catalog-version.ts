@@ -10,44 +10,28 @@ import { headThenRows, kysely, param, prepare } from '../db/sql';
  */
 
 /**
- * The triggers that keep the catalog's version and its change log, in one row, from one scan of
- * pg_trigger: `triggers`, each with whether it is on and the transaction that last changed it
- * (switching one off and on again changes this); `counting`, every one of them fires whoever
- * writes (ENABLE ALWAYS): no change escapes them.
+ * What a list's ETag is made of (docs/reference/caching-and-conditions.md#conditional-get), and what
+ * its rows saw, as the function catalog_list_version (its migration, list_version) reads them in
+ * the calling statement's snapshot, one row: the sum of the version slots, which every committed
+ * change to bikes bumps; the newest transaction that bumped one (a restore rewrites them all); and
+ * the triggers that keep them, each with its state (`triggers`). Unless they are `counting`, a
+ * change may leave the slots as they were, and no version stands for the rows. `snapshot`: what the
+ * reading statement sees (pg_current_snapshot), which the change feed goes on from
+ * (docs/reference/browse-and-sync.md#the-change-feed); the pruning's horizon, null before it has one.
+ * A function, so that its plan is made once a session, not with every list's unnamed statement.
  */
-export const catalogTriggers = () =>
-  sql<{ triggers: string; counting: boolean }>`(SELECT
-      string_agg(tgname || ':' || tgenabled::text || ':' || xmin::text, ',' ORDER BY tgname) AS triggers,
-      bool_and(tgenabled = 'A') AS counting
-    FROM pg_trigger WHERE tgrelid = 'bikes'::regclass AND tgname LIKE 'bikes\\_%')`.as('catalog_triggers');
+export const listVersionRow = () =>
+  sql<{
+    version: string;
+    touched: string;
+    triggers: string;
+    counting: boolean;
+    snapshot: string;
+    horizon_txid: string;
+    horizon_change_id: string;
+  }>`catalog_list_version()`.as('list_version');
 
-/** The sum of the version slots, and the newest transaction that bumped one, in one row. */
-const versionSlots = () =>
-  sql<{ version: string; touched: string }>`(SELECT sum(version)::text AS version,
-      max(xmin::text::bigint)::text AS touched FROM catalog_version_slots)`.as('slots');
-
-/**
- * What a list's ETag is made of (docs/reference/caching-and-conditions.md#conditional-get): the sum of the version
- * slots, which every committed change to bikes bumps; the newest transaction that bumped one (a
- * restore rewrites them all); and the triggers that keep them (catalogTriggers). Unless they are
- * `counting`, a change may leave the slots as they were, and no version stands for the rows.
- * `snapshot`: what the reading statement sees (pg_current_snapshot), which the change feed goes on
- * from (docs/reference/browse-and-sync.md#the-change-feed). The slots and the triggers are one row each, and so is
- * the pruning's state, joined so that a missing one leaves its horizon null instead of the row out.
- */
-const listVersion = () =>
-  kysely
-    .selectFrom([versionSlots(), catalogTriggers()])
-    .leftJoin('bike_changes_pruning', (join) => join.onTrue())
-    .select([
-      'slots.version',
-      'slots.touched',
-      'catalog_triggers.triggers',
-      'catalog_triggers.counting',
-      sql<string>`pg_current_snapshot()::text`.as('snapshot'),
-      sql<string>`horizon_txid::text`.as('horizon_txid'),
-      sql<string>`horizon_change_id::text`.as('horizon_change_id'),
-    ]);
+const listVersion = () => kysely.selectFrom(listVersionRow()).selectAll('list_version');
 
 /** A list's statement: the catalog's version, then the list's rows (`rows`, a query of bikes). */
 export const withListVersion = <Row extends object, RowsDB extends DB, From extends keyof RowsDB>(

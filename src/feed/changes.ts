@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import type { Bike } from '../bikes/bike';
 import { fromChange, writtenColumnsOf } from '../bikes/fields';
-import { catalogTriggers } from '../bikes/catalog-version';
+import { listVersionRow } from '../bikes/catalog-version';
 import type { Query } from '../db/pool';
 import { headThenRows, kysely, param, prepare } from '../db/sql';
 
@@ -83,7 +83,7 @@ export interface Change {
 
 /** What the log says of itself, read in the same statement as the changes. */
 export interface LogState {
-  /** The triggers that capture changes, as catalogTriggers says. */
+  /** The triggers that capture changes, as catalog_list_version says (listVersionRow). */
   triggers: string;
   /** All of them on, whoever writes: otherwise a change may have escaped the log. */
   counting: boolean;
@@ -110,13 +110,13 @@ const statements = {
     (p) =>
       headThenRows(
         kysely
-          .selectFrom(['bike_changes_pruning', catalogTriggers()])
+          .selectFrom(listVersionRow())
           .select([
             OLDEST_RUNNING.as('below'),
-            sql<string>`horizon_txid::text`.as('horizon_txid'),
-            sql<string>`horizon_change_id::text`.as('horizon_change_id'),
-            'catalog_triggers.triggers',
-            'catalog_triggers.counting',
+            'list_version.horizon_txid',
+            'list_version.horizon_change_id',
+            'list_version.triggers',
+            'list_version.counting',
           ]),
         kysely
           .selectFrom('bike_changes as c')
