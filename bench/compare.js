@@ -4,7 +4,7 @@
  * Two builds of the service on one PostgreSQL, in interleaved turns: where a regression is.
  *
  *   node bench/compare.js --old /path/to/older/worktree [--new .] [--count 10000] [--rounds 4]
- *        [--duration 5] [--connections 32] [--loads byId,byHandle,page] [--statements] [--profile]
+ *        [--duration 5] [--connections 32] [--loads byId,byHandle,page,search] [--statements] [--profile]
  *        [--old-env NAME=value ...] [--new-env NAME=value ...] [--old-node='--flag ...'] [--new-node='--flag ...']
  *
  * Each build migrates and serves a database of its own in the one cluster (its own migrations,
@@ -65,6 +65,8 @@ const LOADS = {
   byId: (bikes) => bikes.map((b) => ({ method: 'GET', path: `/bikes/${b.id}` })),
   byHandle: (bikes) => bikes.map((b) => ({ method: 'GET', path: `/bikes/by-handle/${encodeURIComponent(b.handle)}` })),
   page: () => [{ method: 'GET', path: '/bikes?limit=24' }],
+  /** The spec's title search: 90 bikes of the seed's 100,000 (bench/seed.js), 1 of 10,000. */
+  search: () => [{ method: 'GET', path: '/bikes/search/by-title?query=Velora%20bb' }],
 };
 
 async function turn(server, requests) {
@@ -126,6 +128,8 @@ async function main() {
       process.off('uncaughtException', ignoreShutdown);
     }
     const admin = new Client({ connectionString: pg.adminUrl });
+    // Stopping the server on a failure ends this connection too: the failure is the error to see.
+    admin.on('error', () => {});
     await admin.connect();
     const backendPid = (await admin.query('SELECT pg_backend_pid() AS pid')).rows[0].pid;
     await admin.query(`CREATE DATABASE bikes_old`);
@@ -149,6 +153,8 @@ async function main() {
         CORS_ORIGIN: 'https://shop.example.com',
         LOG_LEVEL: 'info',
         RATE_LIMIT_WRITES: '1000000000',
+        // One client (this process) stands for many: a search is a list, whose streams are limited.
+        MAX_LIST_STREAMS: '1000',
         DATA_DIR: path.join(workDir, `data-${build.name}`),
         ...Object.fromEntries(args[`${build.name}-env`].map((setting) => setting.split(/=(.*)/s).slice(0, 2))),
       };
