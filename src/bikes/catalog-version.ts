@@ -17,7 +17,7 @@ import { headThenRows, kysely, param, prepare } from '../db/sql';
  * the triggers that keep them, each with its state (`triggers`). Unless they are `counting`, a
  * change may leave the slots as they were, and no version stands for the rows. `snapshot`: what the
  * reading statement sees (pg_current_snapshot), which the change feed goes on from
- * (docs/reference/browse-and-sync.md#the-change-feed); the pruning's horizon, null before it has one.
+ * (docs/reference/browse-and-sync.md#the-change-feed); and how far the log's pruning has gone.
  * A function, so that its plan is made once a session, not with every list's unnamed statement.
  */
 export const listVersionRow = () =>

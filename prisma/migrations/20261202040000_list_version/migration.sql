@@ -20,7 +20,7 @@ RETURNS TABLE (
   "counting" BOOLEAN,
   -- What the calling statement sees, which the change feed goes on from.
   "snapshot" TEXT,
-  -- How far pruning of the change log has gone; null while it has not started.
+  -- How far pruning of the change log has gone (its one row, which the migration change_feed made).
   "horizon_txid" TEXT,
   "horizon_change_id" TEXT
 ) LANGUAGE plpgsql STABLE SET search_path FROM CURRENT AS $$
@@ -35,7 +35,7 @@ BEGIN
     (SELECT string_agg(t.tgname || ':' || t.tgenabled::text || ':' || t.xmin::text, ',' ORDER BY t.tgname) AS triggers,
         bool_and(t.tgenabled = 'A') AS counting
       FROM pg_trigger t WHERE t.tgrelid = '"bikes"'::regclass AND t.tgname LIKE 'bikes\_%') AS catalog_triggers
-    -- One row, or none before the log's pruning has a state: its horizon is then null.
+    -- Joined, so that the row missing leaves the horizon null instead of the version out.
     LEFT JOIN "bike_changes_pruning" pruning ON true;
 END
 $$;
