@@ -10,15 +10,11 @@ import { headThenRows, kysely, param, prepare } from '../db/sql';
  */
 
 /**
- * What a list's ETag is made of (docs/reference/caching-and-conditions.md#conditional-get), and what
- * its rows saw, as the function catalog_list_version (its migration, list_version) reads them in
- * the calling statement's snapshot, one row: the sum of the version slots, which every committed
- * change to bikes bumps; the newest transaction that bumped one (a restore rewrites them all); and
- * the triggers that keep them, each with its state (`triggers`). Unless they are `counting`, a
- * change may leave the slots as they were, and no version stands for the rows. `snapshot`: what the
- * reading statement sees (pg_current_snapshot), which the change feed goes on from
- * (docs/reference/browse-and-sync.md#the-change-feed); and how far the log's pruning has gone.
- * A function, so that its plan is made once a session, not with every list's unnamed statement.
+ * What a list's ETag is made of (docs/reference/caching-and-conditions.md#conditional-get) and what
+ * its rows saw, in one row of the function catalog_list_version: each column is described where it
+ * is defined, in its migration (prisma/migrations/*_list_version). A function, so that its plan is
+ * made once a session, not with every list's unnamed statement. Unless `counting`, no version
+ * stands for the rows (versionOf).
  */
 export const listVersionRow = () =>
   sql<{
