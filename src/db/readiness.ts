@@ -1,6 +1,6 @@
-import type { Pool } from 'pg';
 import { withinTime } from '../timeout';
 import { type Migration, pendingMigrations, readMigrations } from './migrate';
+import type { ServicePool } from './pool';
 
 /** Whether the database can serve the API now; `reason` says why not, in a few words. */
 export type Readiness = { ready: true } | { ready: false; reason: string };
@@ -9,14 +9,17 @@ export type Readiness = { ready: true } | { ready: false; reason: string };
 const READINESS_TIMEOUT_MS = 2_000;
 
 /**
- * Ready when PostgreSQL answers and every committed migration is recorded as applied. The
- * migrations are read from disk once: the ones this build of the service expects.
+ * Ready when PostgreSQL answers, the pool's watch on it finds it up (while it finds it down or
+ * hung, requests fail at once: a 200 here must not come before they are served again), and every
+ * committed migration is recorded as applied. The migrations are read from disk once: the ones
+ * this build of the service expects.
  */
 export function databaseReadiness(
-  pool: Pick<Pool, 'query'>,
+  pool: Pick<ServicePool, 'query' | 'server'>,
   migrations: Migration[] = readMigrations(),
 ): () => Promise<Readiness> {
   return async () => {
+    if (pool.server.down()) return { ready: false, reason: 'database not answering' };
     try {
       const pending = await withinTime(pendingMigrations(pool, migrations), READINESS_TIMEOUT_MS);
       if (pending === 'timeout') return { ready: false, reason: 'database not answering' };

@@ -168,6 +168,8 @@ describe('GET /readyz while PostgreSQL stops and starts again under the running 
       { everyMs: 200 },
     );
     expect(back).toMatchObject({ status: 200, body: 'OK' });
+    // Ready means served: the first 200 comes once requests no longer fail at once.
+    expect((await get(`${service.baseUrl}/bikes`)).status).toBe(200);
 
     const lines = service
       .output()
