@@ -26,6 +26,7 @@ const { Client } = require('pg');
 const { seedBikes } = require('./seed');
 const { HOOK, partsRows, profiledTurn } = require('./parts');
 const {
+  PAST_THE_LIMITS,
   cpuMicros,
   f0,
   f2,
@@ -152,9 +153,7 @@ async function main() {
         JWT_SECRET: randomBytes(32).toString('base64url'),
         CORS_ORIGIN: 'https://shop.example.com',
         LOG_LEVEL: 'info',
-        RATE_LIMIT_WRITES: '1000000000',
-        // One client (this process) stands for many: a search is a list, whose streams are limited.
-        MAX_LIST_STREAMS: '1000',
+        ...PAST_THE_LIMITS,
         DATA_DIR: path.join(workDir, `data-${build.name}`),
         ...Object.fromEntries(args[`${build.name}-env`].map((setting) => setting.split(/=(.*)/s).slice(0, 2))),
       };

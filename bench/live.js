@@ -18,7 +18,7 @@ const fs = require('node:fs');
 const path = require('node:path');
 const { parseArgs } = require('node:util');
 const { Client } = require('pg');
-const { bikeBody, median, runAlone, sleep, startServer, table, verdict } = require('./support');
+const { PAST_THE_LIMITS, bikeBody, median, runAlone, sleep, startServer, table, verdict } = require('./support');
 
 const ROOT = path.join(__dirname, '..');
 
@@ -179,7 +179,7 @@ async function measureLive({ databaseUrl, jwtSecret, workDir, writes = 300, stre
     DATABASE_URL: databaseUrl,
     JWT_SECRET: jwtSecret,
     LOG_LEVEL: 'warn',
-    RATE_LIMIT_WRITES: '1000000000',
+    ...PAST_THE_LIMITS,
     // One client (this process) holds every stream.
     MAX_EVENT_STREAMS_PER_CLIENT: String(Math.max(...streams)),
     MAX_EVENT_STREAMS: String(Math.max(...streams)),

@@ -57,6 +57,7 @@ const { seedBikes } = require('./seed');
 const { measureStorefrontCreates, measureStorefrontReads, storefrontReport } = require('./storefront');
 const { measureTriggersThroughService, measureWrites, triggersReport, writesReport } = require('./writes');
 const {
+  PAST_THE_LIMITS,
   bikeBody,
   cpuMicros,
   f0,
@@ -879,9 +880,7 @@ async function measureAndReport(pg, workDir, samples, durability, setVersionTrig
     const serviceEnv = {
       ...env,
       LOG_LEVEL: 'info',
-      // One client (this process) stands for many: its limits must not answer the loads with 429.
-      RATE_LIMIT_WRITES: '1000000000',
-      MAX_LIST_STREAMS: '1000',
+      ...PAST_THE_LIMITS,
     };
     const profile = args['cpu-prof'] ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [];
     servers.push({

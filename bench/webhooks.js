@@ -18,7 +18,7 @@ const { randomUUID } = require('node:crypto');
 const path = require('node:path');
 const { parseArgs } = require('node:util');
 const { Client } = require('pg');
-const { bikeBody, runAlone, sleep, startServer, table, verdict } = require('./support');
+const { PAST_THE_LIMITS, bikeBody, runAlone, sleep, startServer, table, verdict } = require('./support');
 
 const ROOT = path.join(__dirname, '..');
 
@@ -97,7 +97,7 @@ async function measureWebhooks({ databaseUrl, jwtSecret, workDir, writes = 300, 
     arrivals.set(id, when);
     waiters.get(id)?.();
   });
-  const env = { DATABASE_URL: databaseUrl, JWT_SECRET: jwtSecret, LOG_LEVEL: 'warn', RATE_LIMIT_WRITES: '1000000000' };
+  const env = { DATABASE_URL: databaseUrl, JWT_SECRET: jwtSecret, LOG_LEVEL: 'warn', ...PAST_THE_LIMITS };
   const a = await startServer('webhooks A', ['dist/server.js'], env, workDir);
   const b = await startServer('webhooks B', ['dist/server.js'], env, workDir).catch(async (err) => {
     await a.stop();
