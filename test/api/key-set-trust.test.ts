@@ -121,13 +121,18 @@ describe('an http:// key set on the loopback interface', () => {
 
 describe('a key set from a file (JWT_JWKS_FILE)', () => {
   let key: ProviderKey;
+  const dirs: string[] = [];
   beforeAll(async () => {
     key = await providerKey('ES256');
+  });
+  afterAll(() => {
+    for (const dir of dirs) fs.rmSync(dir, { recursive: true, force: true });
   });
 
   /** A file holding the key set in a new directory of mode `dirMode` and owner `dirOwner`. */
   function keySetFile(dirOwner: number, fileOwner: number, fileMode = 0o644): string {
     const dir = tempDataDir('jwks');
+    dirs.push(dir);
     fs.chmodSync(dir, 0o755);
     fs.chownSync(dir, dirOwner, dirOwner);
     const file = path.join(dir, 'jwks.json');

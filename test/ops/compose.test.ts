@@ -124,13 +124,16 @@ describe.each(FILES)('%s', (file) => {
 });
 
 (hasDockerCompose ? describe : describe.skip)('two clones in directories of the same name', () => {
-  const scratch = tempDataDir('compose-clones');
+  // Made in beforeAll: the body of a describe runs even when it is skipped.
+  let scratch: string;
   /** A Docker engine that has nothing, and notes which project each `docker-compose` asked about. */
   let engine: http.Server;
   const asked: string[] = [];
-  const socket = path.join(scratch, 'engine.sock');
+  let socket: string;
 
   beforeAll(async () => {
+    scratch = tempDataDir('compose-clones');
+    socket = path.join(scratch, 'engine.sock');
     engine = http.createServer((req, res) => {
       const url = new URL(req.url ?? '/', 'http://engine');
       const filters = url.searchParams.get('filters');

@@ -9,6 +9,12 @@ import { waitFor } from './wait';
 export const NOBODY = 65534;
 
 let nodeForNobody: string | undefined;
+// Each test file has a copy of this module of its own (Jest's registry), so the link goes with the
+// file. (A handler of process's 'exit' never ran: Jest gives a test file a process object of its own.)
+afterAll(() => {
+  if (nodeForNobody) fs.rmSync(path.dirname(nodeForNobody), { recursive: true, force: true });
+  nodeForNobody = undefined;
+});
 
 /**
  * A node binary `nobody` can run: this process's own, linked (or, across file systems, copied)
@@ -24,7 +30,6 @@ function nodeNobodyCanRun(): string {
     fs.copyFileSync(process.execPath, target);
   }
   fs.chmodSync(target, 0o755);
-  process.once('exit', () => fs.rmSync(path.dirname(target), { recursive: true, force: true }));
   nodeForNobody = target;
   return target;
 }
