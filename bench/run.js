@@ -874,7 +874,8 @@ async function main() {
 async function measureAndReport(pg, workDir, samples, durability, setVersionTrigger, backendPid) {
   const jwtSecret = randomBytes(32).toString('base64url');
   const env = { DATABASE_URL: pg.adminUrl, JWT_SECRET: jwtSecret, CORS_ORIGIN: 'https://shop.example.com' };
-  const profileDir = path.join(os.tmpdir(), 'bike-bench-profiles');
+  // Kept after the run, in a directory of its own (0700): not at a fixed name in the shared /tmp.
+  const profileDir = fs.mkdtempSync(path.join(os.tmpdir(), 'bike-bench-profiles-'));
   const servers = [];
   try {
     const serviceEnv = {
@@ -980,7 +981,7 @@ async function measureAndReport(pg, workDir, samples, durability, setVersionTrig
   } finally {
     for (const server of servers) await server.stop();
   }
-  if (args['cpu-prof']) log(`CPU profile of the service written to ${profileDir}`);
+  log(`CPU profiles written to ${profileDir}`);
 }
 
 main().catch((err) => {

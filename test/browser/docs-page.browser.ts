@@ -1,5 +1,4 @@
 import fs from 'node:fs';
-import os from 'node:os';
 import path from 'node:path';
 import { type BrowserContext, chromium, type Page } from 'playwright-core';
 import { DOCS_ROUTES } from '../../src/http/docs-router';
@@ -17,8 +16,13 @@ import { PATIENCE_MS } from '../support/wait';
  */
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const SCREENSHOT = path.join(os.tmpdir(), 'bike-catalog-docs.png');
-const SCREENSHOT_EXPANDED = path.join(os.tmpdir(), 'bike-catalog-docs-create.png');
+/**
+ * Where the page's pictures are kept, for a person to look at: in the clone (gitignored), not at a
+ * fixed name in the shared /tmp, where another local user could have put a link of their own.
+ */
+const SCREENSHOTS = path.join(__dirname, 'screenshots');
+const SCREENSHOT = path.join(SCREENSHOTS, 'docs.png');
+const SCREENSHOT_EXPANDED = path.join(SCREENSHOTS, 'docs-create.png');
 
 /** Every operation the service declares, as Swagger UI shows them. */
 /** The API's operations, and the operator's routes and the docs page's (tag `operations`). */
@@ -39,6 +43,7 @@ describe('GET /docs in headless Chromium', () => {
   const requested: string[] = [];
 
   beforeAll(async () => {
+    fs.mkdirSync(SCREENSHOTS, { recursive: true });
     if (process.env.DOCS_BASE_URL) {
       baseUrl = process.env.DOCS_BASE_URL.replace(/\/$/, '');
     } else {
