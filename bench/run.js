@@ -13,7 +13,7 @@
  *   --quick                a first look in about 3 minutes: --count 10000 --duration 2 --rounds 1
  *                          --fetches 2 (options given beside it win)
  *   --no-peers             the service and the baseline only
- *   --cpu-prof             a CPU profile of the service, in $TMPDIR/bike-bench-profiles
+ *   --cpu-prof             a CPU profile of the service, in a new $TMPDIR/bike-bench-profiles-XXXXXX the run names
  *   --explain              EXPLAIN (ANALYZE) of the service's read statements on the seeded table, no load
  *   --storefront           a shop's storefront alone (bench/storefront.js): search pages and facets
  *                          one at a time, creates with and without the search's index
