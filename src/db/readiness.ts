@@ -9,19 +9,21 @@ export type Readiness = { ready: true } | { ready: false; reason: string };
 const READINESS_TIMEOUT_MS = 2_000;
 
 /**
- * Ready when PostgreSQL answers, the pool's watch on it finds it up (while it finds it down or
- * hung, requests fail at once: a 200 here must not come before they are served again), and every
- * committed migration is recorded as applied. The migrations are read from disk once: the ones
- * this build of the service expects.
+ * Ready when PostgreSQL answers, asked as a request asks it (through the pool's watch on the
+ * server, which fails it at once while it finds the server down or hung: a 200 here does not come
+ * before requests are served again), and every committed migration is recorded as applied. The
+ * migrations are read from disk once: the ones this build of the service expects.
  */
 export function databaseReadiness(
   pool: Pick<ServicePool, 'query' | 'server'>,
   migrations: Migration[] = readMigrations(),
 ): () => Promise<Readiness> {
   return async () => {
-    if (pool.server.down()) return { ready: false, reason: 'database not answering' };
     try {
-      const pending = await withinTime(pendingMigrations(pool, migrations), READINESS_TIMEOUT_MS);
+      const pending = await withinTime(
+        pool.server.unlessDown(() => pendingMigrations(pool, migrations)),
+        READINESS_TIMEOUT_MS,
+      );
       if (pending === 'timeout') return { ready: false, reason: 'database not answering' };
       if (pending.length > 0) return { ready: false, reason: `${pending.length} migration(s) not applied` };
       return { ready: true };
